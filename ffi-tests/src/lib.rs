@@ -1,0 +1,1 @@
+//! Tests of the built shared library, loaded from outside (see tests/).
