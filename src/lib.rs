@@ -4,5 +4,5 @@
 //! everything below it is safe Rust. See `ARCHITECTURE.md` for the layers.
 
 pub mod error;
+pub mod kernels;
 pub mod model;
-
