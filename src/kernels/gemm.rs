@@ -514,7 +514,7 @@ fn gemm(
             let nrb = nrb0.max(target.div_ceil(ncb)).min(m.div_ceil(mr));
             (m.div_ceil(nrb).div_ceil(mr) * mr, cb)
         } else {
-            (m_pad, nc_panels * nr)
+            (MC, nc_panels * nr)
         };
         for pc in (0..k).step_by(KC) {
             let kc = KC.min(k - pc);
