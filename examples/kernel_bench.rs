@@ -107,7 +107,7 @@ fn main() {
     // Warm up, then interleave rounds; each sample runs the case for at least ~50 ms.
     for c in cases.iter_mut() {
         let Case { pool, run, .. } = c;
-        pool.install(|| run());
+        pool.install(run);
     }
     for _ in 0..rounds {
         for c in cases.iter_mut() {
