@@ -39,20 +39,24 @@ impl Activation {
     /// Applies the activation in place, vectorised for `isa` (falls back to portable if the CPU
     /// lacks it).
     pub fn apply_isa(&self, isa: Isa, x: &mut [f32]) {
+        if *self != Activation::None {
+            simd::vectorize(isa, || self.apply_inline(x));
+        }
+    }
+
+    /// The loops of [`Activation::apply`], to be inlined into a caller that is already
+    /// compiled for the right ISA (inside `simd::vectorize`).
+    #[inline(always)]
+    pub(crate) fn apply_inline(&self, x: &mut [f32]) {
         match *self {
             Activation::None => {}
-            Activation::Relu => simd::vectorize(isa, || x.iter_mut().for_each(|v| *v = relu(*v))),
-            Activation::LeakyRelu(alpha) => simd::vectorize(isa, || {
-                x.iter_mut()
-                    .for_each(|v| *v = if *v < 0.0 { *v * alpha } else { *v })
-            }),
-            Activation::Clip { min, max } => {
-                simd::vectorize(isa, || x.iter_mut().for_each(|v| *v = clip(*v, min, max)))
-            }
-            Activation::Sigmoid => {
-                simd::vectorize(isa, || x.iter_mut().for_each(|v| *v = sigmoid(*v)))
-            }
-            Activation::Tanh => simd::vectorize(isa, || x.iter_mut().for_each(|v| *v = tanh(*v))),
+            Activation::Relu => x.iter_mut().for_each(|v| *v = relu(*v)),
+            Activation::LeakyRelu(alpha) => x
+                .iter_mut()
+                .for_each(|v| *v = if *v < 0.0 { *v * alpha } else { *v }),
+            Activation::Clip { min, max } => x.iter_mut().for_each(|v| *v = clip(*v, min, max)),
+            Activation::Sigmoid => x.iter_mut().for_each(|v| *v = sigmoid(*v)),
+            Activation::Tanh => x.iter_mut().for_each(|v| *v = tanh(*v)),
         }
     }
 

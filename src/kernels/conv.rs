@@ -5,24 +5,25 @@
 //!   `out[g] = W[g] · X[g]`, one GEMM per image and group with prepacked weights;
 //! - **depthwise** (`groups == in_c == out_c`): a direct loop per channel plane, vectorised
 //!   along output rows;
-//! - **general**: im2col per image and group, in pixel tiles so the column buffer stays under
-//!   [`COL_BUDGET`] floats, then a GEMM with the prepacked weights as A
-//!   (`out[oc, pixels] = W[oc, k] · cols[k, pixels]`).
+//! - **general**: implicit im2col: a GEMM with the prepacked weights as A
+//!   (`out[oc, pixels] = W[oc, k] · cols[k, pixels]`) whose B panels are gathered straight from
+//!   the input while packing, so the column matrix is never materialised (memory stays bounded
+//!   by the GEMM's `KC×NC` packing buffer).
 //!
 //! Work is parallel over images × groups when there are enough of them, otherwise inside the
-//! GEMM (and im2col).
+//! GEMM (including its packing).
 #![forbid(unsafe_code)]
 
 use rayon::prelude::*;
 
 use super::activation::Activation;
 use super::cpu::{self, Isa};
-use super::gemm::{self, Bias, Epilogue, MatRef, PackedA};
+use super::gemm::{self, Bias, Epilogue, MatRef, PackedA, PanelSource};
 use super::simd;
 use super::KernelError;
 
-/// Upper bound on the im2col column buffer of one tile, in floats (1 MiB of f32).
-pub const COL_BUDGET: usize = 1 << 18;
+/// Widest GEMM register tile (`nr`) of any ISA: the most pixels one packed panel holds.
+const MAX_NR: usize = 32;
 
 /// Shape and hyper-parameters of a 2-D convolution (NCHW input, OIHW weights).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -136,7 +137,23 @@ enum Path {
     Gemm {
         weights: Vec<PackedA>,
         pointwise: bool,
+        /// Per im2col row: where it reads (empty for pointwise).
+        krows: Vec<KRow>,
     },
+}
+
+/// Precomputed addressing of one im2col row `r = (c, ky, kx)`.
+#[derive(Clone, Copy, Debug)]
+struct KRow {
+    /// Offset of input plane `c` in the image/group.
+    plane: usize,
+    /// `ky * dilation_h`.
+    ky_off: usize,
+    /// `kx * dilation_w`.
+    kd: usize,
+    /// Output columns whose input column is inside the image: `lo..hi`.
+    lo: usize,
+    hi: usize,
 }
 
 /// A convolution prepared once (weights prepacked) and run many times.
@@ -202,7 +219,34 @@ impl Conv2d {
                 && p.stride_h == 1
                 && p.stride_w == 1
                 && p.pad_top + p.pad_left + p.pad_bottom + p.pad_right == 0;
-            Path::Gemm { weights, pointwise }
+            let ow = p.out_w();
+            let krows = if pointwise {
+                Vec::new()
+            } else {
+                (0..k)
+                    .map(|r| {
+                        let (c, ky, kx) = (
+                            r / (p.kernel_h * p.kernel_w),
+                            (r / p.kernel_w) % p.kernel_h,
+                            r % p.kernel_w,
+                        );
+                        let kd = kx * p.dilation_w;
+                        let (lo, hi) = valid_range(ow, p.in_w, p.stride_w, kd, p.pad_left);
+                        KRow {
+                            plane: c * p.in_h * p.in_w,
+                            ky_off: ky * p.dilation_h,
+                            kd,
+                            lo,
+                            hi,
+                        }
+                    })
+                    .collect()
+            };
+            Path::Gemm {
+                weights,
+                pointwise,
+                krows,
+            }
         };
         Ok(Conv2d {
             p,
@@ -228,9 +272,11 @@ impl Conv2d {
         }
         match &self.path {
             Path::Depthwise(w) => self.run_depthwise(w, input, output, activation),
-            Path::Gemm { weights, pointwise } => {
-                self.run_gemm(weights, *pointwise, input, output, activation)
-            }
+            Path::Gemm {
+                weights,
+                pointwise,
+                krows,
+            } => self.run_gemm(weights, *pointwise, krows, input, output, activation),
         }
     }
 
@@ -238,6 +284,7 @@ impl Conv2d {
         &self,
         weights: &[PackedA],
         pointwise: bool,
+        krows: &[KRow],
         input: &[f32],
         output: &mut [f32],
         act: Activation,
@@ -248,7 +295,6 @@ impl Conv2d {
         let ocg = p.out_channels / p.groups;
         let icg = p.in_channels / p.groups;
         let in_plane = p.in_h * p.in_w;
-        let k = icg * p.kernel_h * p.kernel_w;
         let tasks = p.batch * p.groups;
         let threads = rayon::current_num_threads();
         let outer_par =
@@ -266,25 +312,8 @@ impl Conv2d {
                 gemm::sgemm_packed_a_with(inner_par, 1.0, &weights[g], bm, 0.0, out, pix, &ep);
                 return;
             }
-            let tp = (COL_BUDGET / k.max(1)).max(64).min(pix);
-            let tp = if tp < pix { (tp / 32).max(2) * 32 } else { tp };
-            let mut cols = vec![0.0f32; k * tp.min(pix)];
-            for p0 in (0..pix).step_by(tp) {
-                let w = tp.min(pix - p0);
-                let cols = &mut cols[..k * w];
-                im2col(p, x, p0, w, cols, inner_par);
-                let c = &mut out[p0..(ocg - 1) * pix + p0 + w];
-                gemm::sgemm_packed_a_with(
-                    inner_par,
-                    1.0,
-                    &weights[g],
-                    MatRef::row_major(cols, k, w),
-                    0.0,
-                    c,
-                    pix,
-                    &ep,
-                );
-            }
+            let src = Im2col { p, x, krows, pix };
+            gemm::sgemm_packed_a_src(inner_par, 1.0, &weights[g], &src, 0.0, out, pix, &ep);
         };
         let chunk = ocg * pix;
         if outer_par {
@@ -373,36 +402,77 @@ fn depthwise_plane(p: &Conv2dParams, x: &[f32], w: &[f32], bias: f32, out: &mut 
     }
 }
 
-/// Fills `cols` (`k × w`, row-major) with the im2col columns of output pixels `p0..p0+w` of one
-/// image/group `x` (`icg` planes).
-fn im2col(p: &Conv2dParams, x: &[f32], p0: usize, w: usize, cols: &mut [f32], par: bool) {
-    let ow = p.out_w();
-    let (kh, kw) = (p.kernel_h, p.kernel_w);
-    let in_plane = p.in_h * p.in_w;
-    let row = |(r, dst): (usize, &mut [f32])| {
-        let (c, ky, kx) = (r / (kh * kw), (r / kw) % kh, r % kw);
-        let plane = &x[c * in_plane..(c + 1) * in_plane];
-        let kd = kx * p.dilation_w;
-        let (lo, hi) = valid_range(ow, p.in_w, p.stride_w, kd, p.pad_left);
-        let mut pix = p0;
+/// The implicit im2col matrix of one image/group (`k = icg·kh·kw` rows × `pix` columns),
+/// packed straight into GEMM B panels without materialising the column matrix.
+struct Im2col<'a> {
+    p: &'a Conv2dParams,
+    /// The `icg` input planes of the image/group.
+    x: &'a [f32],
+    /// Addressing of every row.
+    krows: &'a [KRow],
+    pix: usize,
+}
+
+impl PanelSource for Im2col<'_> {
+    fn rows(&self) -> usize {
+        self.krows.len()
+    }
+
+    fn cols(&self) -> usize {
+        self.pix
+    }
+
+    fn fill_panel(&self, k0: usize, kc: usize, j0: usize, cols: usize, nr: usize, dst: &mut [f32]) {
+        let p = self.p;
+        let ow = p.out_w();
+        debug_assert!(cols <= nr && nr <= MAX_NR);
+        // Split the pixels j0..j0+cols into runs within one output row:
+        // (first input row without ky, ox0, len, offset in the panel row).
+        let mut segs = [(0isize, 0usize, 0usize, 0usize); MAX_NR];
+        let mut n_segs = 0;
         let mut d = 0;
-        while d < w {
+        while d < cols && n_segs < MAX_NR {
+            let pix = j0 + d;
             let (oy, ox0) = (pix / ow, pix % ow);
-            let run = (ow - ox0).min(w - d);
-            let seg = &mut dst[d..d + run];
-            let iy = (oy * p.stride_h + ky * p.dilation_h) as isize - p.pad_top as isize;
-            if iy < 0 || iy >= p.in_h as isize {
-                seg.fill(0.0);
-            } else {
+            let run = (ow - ox0).min(cols - d);
+            segs[n_segs] = ((oy * p.stride_h) as isize - p.pad_top as isize, ox0, run, d);
+            n_segs += 1;
+            d += run;
+        }
+        let segs = &segs[..n_segs];
+        for (kr, drow) in self.krows[k0..k0 + kc].iter().zip(dst.chunks_exact_mut(nr)) {
+            let plane = &self.x[kr.plane..kr.plane + p.in_h * p.in_w];
+            for &(iy0, ox0, run, off) in segs {
+                let seg = &mut drow[off..off + run];
+                let iy = iy0 + kr.ky_off as isize;
+                if iy < 0 || iy >= p.in_h as isize {
+                    zero_short(seg);
+                    continue;
+                }
                 let irow = &plane[iy as usize * p.in_w..(iy as usize + 1) * p.in_w];
-                let (a, b) = (lo.clamp(ox0, ox0 + run), hi.clamp(ox0, ox0 + run));
-                seg[..a - ox0].fill(0.0);
-                seg[b - ox0..].fill(0.0);
+                if p.stride_w == 1 && kr.lo <= ox0 && ox0 + run <= kr.hi {
+                    // Interior: one contiguous copy (the common case).
+                    let start = ox0 + kr.kd - p.pad_left;
+                    let src = &irow[start..start + run];
+                    match (
+                        <&mut [f32; MAX_NR]>::try_from(&mut *seg),
+                        <&[f32; MAX_NR]>::try_from(src),
+                    ) {
+                        // Fixed size: compiled to a few vector moves.
+                        (Ok(d), Ok(s)) => *d = *s,
+                        _ => copy_short(seg, src),
+                    }
+                    continue;
+                }
+                let (a, b) = (kr.lo.clamp(ox0, ox0 + run), kr.hi.clamp(ox0, ox0 + run));
+                let (head, rest) = seg.split_at_mut(a - ox0);
+                let (mid, tail) = rest.split_at_mut(b - a);
+                zero_short(head);
+                zero_short(tail);
                 if a < b {
-                    let start = a * p.stride_w + kd - p.pad_left;
-                    let mid = &mut seg[a - ox0..b - ox0];
+                    let start = a * p.stride_w + kr.kd - p.pad_left;
                     if p.stride_w == 1 {
-                        mid.copy_from_slice(&irow[start..start + (b - a)]);
+                        copy_short(mid, &irow[start..start + (b - a)]);
                     } else {
                         for (o, &v) in mid.iter_mut().zip(irow[start..].iter().step_by(p.stride_w))
                         {
@@ -411,14 +481,43 @@ fn im2col(p: &Conv2dParams, x: &[f32], p0: usize, w: usize, cols: &mut [f32], pa
                     }
                 }
             }
-            pix += run;
-            d += run;
         }
-    };
-    if par && cols.len() >= 1 << 15 {
-        cols.par_chunks_mut(w).enumerate().for_each(row);
-    } else {
-        cols.chunks_mut(w).enumerate().for_each(row);
+    }
+}
+
+/// Copies a short slice (≤ a few dozen floats) without a `memcpy` call: 8-wide blocks, then
+/// 4/2/1 steps (`dst.len() == src.len()`).
+#[inline(always)]
+fn copy_short(dst: &mut [f32], src: &[f32]) {
+    let mut d = dst.chunks_exact_mut(8);
+    let mut s = src.chunks_exact(8);
+    for (dc, sc) in (&mut d).zip(&mut s) {
+        let block: [f32; 8] = [sc[0], sc[1], sc[2], sc[3], sc[4], sc[5], sc[6], sc[7]];
+        dc.copy_from_slice(&block);
+    }
+    let (mut d, mut s) = (d.into_remainder(), s.remainder());
+    if d.len() >= 4 {
+        d[..4].copy_from_slice(&[s[0], s[1], s[2], s[3]]);
+        (d, s) = (&mut d[4..], &s[4..]);
+    }
+    if d.len() >= 2 {
+        d[..2].copy_from_slice(&[s[0], s[1]]);
+        (d, s) = (&mut d[2..], &s[2..]);
+    }
+    if let (Some(x), Some(&y)) = (d.first_mut(), s.first()) {
+        *x = y;
+    }
+}
+
+/// Zeroes a short slice without a `memset` call.
+#[inline(always)]
+fn zero_short(dst: &mut [f32]) {
+    let mut d = dst.chunks_exact_mut(8);
+    for dc in &mut d {
+        dc.copy_from_slice(&[0.0; 8]);
+    }
+    for x in d.into_remainder() {
+        *x = 0.0;
     }
 }
 
@@ -496,6 +595,9 @@ mod tests {
             params(1, 16, 20, 20, 33, (3, 3), (1, 1), [1, 1, 1, 1], (1, 1), 1),
             params(1, 64, 17, 19, 20, (3, 3), (1, 1), [1, 1, 1, 1], (1, 1), 1),
             params(1, 1, 1, 40, 5, (1, 7), (1, 1), [0, 3, 0, 3], (1, 1), 1),
+            // More pixels than one GEMM column block (NC).
+            params(1, 2, 70, 70, 3, (3, 3), (1, 1), [1, 1, 1, 1], (1, 1), 1),
+            params(2, 3, 9, 1, 4, (3, 1), (2, 1), [1, 0, 1, 0], (1, 1), 1),
         ];
         for p in cases {
             check(isa, p, Activation::None, &mut rng);
@@ -536,8 +638,8 @@ mod tests {
     }
 
     #[test]
-    fn im2col_tiles_bounded() {
-        // Large K forces several pixel tiles.
+    fn large_k() {
+        // K = 2700 spans several KC blocks of the GEMM.
         let mut rng = Rng::new(9);
         let p = params(1, 300, 20, 20, 4, (3, 3), (1, 1), [1, 1, 1, 1], (1, 1), 1);
         check(cpu::isa(), p, Activation::None, &mut rng);

@@ -18,6 +18,9 @@
 //! Tiny problems run on the calling thread (no rayon overhead).
 #![forbid(unsafe_code)]
 
+use std::cell::Cell;
+use std::thread::LocalKey;
+
 use rayon::prelude::*;
 
 use super::activation::Activation;
@@ -228,7 +231,7 @@ impl PackedB {
             let kc = KC.min(b.rows - k0);
             pack_b(
                 isa,
-                &b,
+                &MatSource(b),
                 k0,
                 kc,
                 0,
@@ -403,12 +406,50 @@ pub(crate) fn sgemm_packed_a_with(
     );
 }
 
+/// A B operand computed on the fly (e.g. implicit im2col), written straight into packed panels.
+pub(crate) trait PanelSource: Sync {
+    /// Rows of B (the shared dimension).
+    fn rows(&self) -> usize;
+    /// Columns of B.
+    fn cols(&self) -> usize;
+    /// Writes `B[k0 + kk][j0 + j]` to `dst[kk * nr + j]` for `kk < kc`, `j < cols` (`cols ≤ nr`).
+    /// Entries with `j ≥ cols` are zeroed by the caller.
+    #[allow(clippy::too_many_arguments)]
+    fn fill_panel(&self, k0: usize, kc: usize, j0: usize, cols: usize, nr: usize, dst: &mut [f32]);
+}
+
+/// `C = act(alpha·A·B + beta·C + bias)` with a prepacked A and a B produced by `b`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn sgemm_packed_a_src(
+    parallel: bool,
+    alpha: f32,
+    a: &PackedA,
+    b: &dyn PanelSource,
+    beta: f32,
+    c: &mut [f32],
+    ldc: usize,
+    epilogue: &Epilogue,
+) {
+    gemm(
+        a.isa,
+        alpha,
+        Src::PackedA(a),
+        Src::Panels(b),
+        beta,
+        c,
+        ldc,
+        epilogue,
+        parallel,
+    );
+}
+
 /// An operand: a view to pack on the fly, or prepacked.
 #[derive(Clone, Copy)]
 enum Src<'a> {
     Mat(MatRef<'a>),
     PackedA(&'a PackedA),
     PackedB(&'a PackedB),
+    Panels(&'a dyn PanelSource),
 }
 
 /// One parallel unit: rows `i0..i0+rows.len()` × columns `j0..j0+width` of the current C block.
@@ -437,7 +478,7 @@ fn gemm(
             (v.rows, v.cols)
         }
         Src::PackedA(p) => (p.m, p.k),
-        Src::PackedB(_) => unreachable!("B operand passed as A"),
+        Src::PackedB(_) | Src::Panels(_) => unreachable!("B operand passed as A"),
     };
     let (kb, n) = match b {
         Src::Mat(v) => {
@@ -445,6 +486,7 @@ fn gemm(
             (v.rows, v.cols)
         }
         Src::PackedB(p) => (p.k, p.n),
+        Src::Panels(p) => (p.rows(), p.cols()),
         Src::PackedA(_) => unreachable!("A operand passed as B"),
     };
     assert_eq!(
@@ -478,7 +520,7 @@ fn gemm(
             } else {
                 row.iter_mut().for_each(|v| *v *= beta);
             }
-            epilogue_rows(isa, ep, row, i, 0);
+            simd::vectorize(isa, || epilogue_row(ep, row, i, 0));
         }
         return;
     }
@@ -491,12 +533,15 @@ fn gemm(
     let par = threads > 1 && 2 * m * n * k >= PAR_MIN_FLOPS;
     let m_pad = m.div_ceil(mr) * mr;
 
+    // Packing buffers, reused across calls on this thread (see `take_buffer`).
     let mut a_buf = match a {
-        Src::Mat(_) => vec![0.0f32; m_pad * KC.min(k)],
+        Src::Mat(_) => take_buffer(&A_BUF, m_pad * KC.min(k)),
         _ => Vec::new(),
     };
     let mut b_buf = match b {
-        Src::Mat(_) => vec![0.0f32; KC.min(k) * NC.min(n.div_ceil(nr) * nr)],
+        Src::Mat(_) | Src::Panels(_) => {
+            take_buffer(&B_BUF, KC.min(k) * NC.min(n.div_ceil(nr) * nr))
+        }
         _ => Vec::new(),
     };
 
@@ -530,12 +575,17 @@ fn gemm(
                     let mp = p.m.div_ceil(mr) * mr;
                     &p.data[pc * mp..(pc + kc) * mp]
                 }
-                Src::PackedB(_) => unreachable!(),
+                Src::PackedB(_) | Src::Panels(_) => unreachable!(),
             };
             let b_pan: &[f32] = match b {
                 Src::Mat(v) => {
                     let buf = &mut b_buf[..kc * nc_panels * nr];
-                    pack_b(isa, &v, pc, kc, jc, nc, buf, par);
+                    pack_b(isa, &MatSource(v), pc, kc, jc, nc, buf, par);
+                    buf
+                }
+                Src::Panels(src) => {
+                    let buf = &mut b_buf[..kc * nc_panels * nr];
+                    pack_b(isa, src, pc, kc, jc, nc, buf, par);
                     buf
                 }
                 Src::PackedB(p) => {
@@ -583,6 +633,43 @@ fn gemm(
             }
         }
     }
+    give_back_buffer(&A_BUF, a_buf);
+    give_back_buffer(&B_BUF, b_buf);
+}
+
+thread_local! {
+    /// Per-thread A packing buffer kept between GEMM calls.
+    static A_BUF: Cell<Vec<f32>> = const { Cell::new(Vec::new()) };
+    /// Per-thread B packing buffer kept between GEMM calls.
+    static B_BUF: Cell<Vec<f32>> = const { Cell::new(Vec::new()) };
+}
+
+/// Buffers larger than this (in floats) are not kept between calls.
+const KEEP_MAX: usize = 1 << 22;
+
+/// Takes this thread's cached buffer (leaving an empty one, so that a GEMM nested in a rayon
+/// job stolen while this one waits simply allocates its own) and sizes it to `len`. The content
+/// is stale; the packing routines overwrite every element they hand to the micro-kernels.
+fn take_buffer(slot: &'static LocalKey<Cell<Vec<f32>>>, len: usize) -> Vec<f32> {
+    let mut v = slot.with(Cell::take);
+    if v.len() < len {
+        v.resize(len, 0.0);
+    }
+    v
+}
+
+/// Returns a buffer to this thread's cache.
+fn give_back_buffer(slot: &'static LocalKey<Cell<Vec<f32>>>, v: Vec<f32>) {
+    if v.capacity() > 0 && v.capacity() <= KEEP_MAX {
+        slot.with(|c| {
+            let old = c.take();
+            c.set(if old.capacity() > v.capacity() {
+                old
+            } else {
+                v
+            });
+        });
+    }
 }
 
 /// Runs the micro-kernels of one task (see [`Task`]); `ep` is `Some` on the last `KC` block.
@@ -610,18 +697,21 @@ fn run_task(
             let a_micro = &a_task[ip * kc * mr..(ip + 1) * kc * mr];
             simd::micro_tile(isa, kc, a_micro, b_micro, rows, col, nr_eff, alpha, beta);
             if let Some(ep) = ep {
-                for (r, row) in rows.iter_mut().enumerate() {
-                    let i = t.i0 + ip * mr + r;
-                    epilogue_rows(isa, ep, &mut row[col..col + nr_eff], i, jc + t.j0 + col);
-                }
+                let (i, j) = (t.i0 + ip * mr, jc + t.j0 + col);
+                simd::vectorize(isa, || {
+                    for (r, row) in rows.iter_mut().enumerate() {
+                        epilogue_row(ep, &mut row[col..col + nr_eff], i + r, j);
+                    }
+                });
             }
         }
     }
 }
 
 /// Applies bias and activation to `row`, the piece of C row `i` starting at column `j`.
-#[inline]
-fn epilogue_rows(isa: Isa, ep: &Epilogue, row: &mut [f32], i: usize, j: usize) {
+/// Inlined into callers compiled for the right ISA (inside `simd::vectorize`).
+#[inline(always)]
+fn epilogue_row(ep: &Epilogue, row: &mut [f32], i: usize, j: usize) {
     match ep.bias {
         Bias::None => {}
         Bias::PerRow(b) => {
@@ -635,7 +725,7 @@ fn epilogue_rows(isa: Isa, ep: &Epilogue, row: &mut [f32], i: usize, j: usize) {
                 .for_each(|(x, &v)| *x += v);
         }
     }
-    ep.activation.apply_isa(isa, row);
+    ep.activation.apply_inline(row);
 }
 
 /// Packs A columns `k0..k0+kc` (all rows) into `mr`-row micro-panels in `dst` (`m_pad*kc`).
@@ -681,11 +771,38 @@ fn pack_a(isa: Isa, a: &MatRef, k0: usize, kc: usize, dst: &mut [f32], par: bool
     }
 }
 
+/// A strided matrix as a [`PanelSource`].
+struct MatSource<'a>(MatRef<'a>);
+
+impl PanelSource for MatSource<'_> {
+    fn rows(&self) -> usize {
+        self.0.rows
+    }
+
+    fn cols(&self) -> usize {
+        self.0.cols
+    }
+
+    fn fill_panel(&self, k0: usize, kc: usize, j0: usize, cols: usize, nr: usize, dst: &mut [f32]) {
+        let b = &self.0;
+        for (kk, d) in dst.chunks_exact_mut(nr).take(kc).enumerate() {
+            if b.col_stride == 1 {
+                let start = (k0 + kk) * b.row_stride + j0;
+                d[..cols].copy_from_slice(&b.data[start..start + cols]);
+            } else {
+                for (j, v) in d[..cols].iter_mut().enumerate() {
+                    *v = b.at(k0 + kk, j0 + j);
+                }
+            }
+        }
+    }
+}
+
 /// Packs B rows `k0..k0+kc`, columns `j0..j0+nc` into `nr`-column micro-panels in `dst`.
 #[allow(clippy::too_many_arguments)]
 fn pack_b(
     isa: Isa,
-    b: &MatRef,
+    b: &dyn PanelSource,
     k0: usize,
     kc: usize,
     j0: usize,
@@ -697,19 +814,10 @@ fn pack_b(
     let pack = |(q, panel): (usize, &mut [f32])| {
         let c0 = j0 + q * nr;
         let cols = nr.min(j0 + nc - c0);
-        if b.col_stride == 1 {
-            for (kk, d) in panel.chunks_exact_mut(nr).enumerate() {
-                let start = (k0 + kk) * b.row_stride + c0;
-                d[..cols].copy_from_slice(&b.data[start..start + cols]);
-                d[cols..].fill(0.0);
-            }
-        } else {
-            for (kk, d) in panel.chunks_exact_mut(nr).enumerate() {
-                for (j, v) in d.iter_mut().enumerate() {
-                    *v = if j < cols { b.at(k0 + kk, c0 + j) } else { 0.0 };
-                }
-            }
+        if cols < nr {
+            panel.fill(0.0);
         }
+        b.fill_panel(k0, kc, c0, cols, nr, panel);
     };
     let np = nc.div_ceil(nr);
     if par && nc * kc >= 1 << 15 {
