@@ -25,6 +25,8 @@
 //! problems. `unsafe` is confined to `simd` (micro-kernels and `#[target_feature]`
 //! trampolines); every other module is `#![forbid(unsafe_code)]`.
 
+#![warn(missing_docs)]
+
 pub mod activation;
 pub mod conv;
 pub mod cpu;
