@@ -2,6 +2,7 @@
 //! running them.
 #![forbid(unsafe_code)]
 
+mod fuse;
 mod plan;
 mod run;
 
@@ -82,6 +83,7 @@ impl Executable {
                 ));
             }
         }
+        let graph = fuse::fuse(graph);
         let exe = Executable {
             graph,
             inputs,

@@ -309,9 +309,12 @@ pub struct onnxMemoryFenceV1 {
 }
 
 /// Pointer type of `onnxGetBackendIDs`.
-pub type onnxGetBackendIDsFunction = Option<unsafe extern "C" fn(backendIDs: *mut onnxBackendID, numBackends: *mut usize) -> onnxStatus>;
+pub type onnxGetBackendIDsFunction = Option<
+    unsafe extern "C" fn(backendIDs: *mut onnxBackendID, numBackends: *mut usize) -> onnxStatus,
+>;
 /// Pointer type of `onnxReleaseBackendID`.
-pub type onnxReleaseBackendIDFunction = Option<unsafe extern "C" fn(backendID: onnxBackendID) -> onnxStatus>;
+pub type onnxReleaseBackendIDFunction =
+    Option<unsafe extern "C" fn(backendID: onnxBackendID) -> onnxStatus>;
 /// Pointer type of `onnxGetBackendInfo`.
 pub type onnxGetBackendInfoFunction = Option<
     unsafe extern "C" fn(
@@ -322,19 +325,32 @@ pub type onnxGetBackendInfoFunction = Option<
     ) -> onnxStatus,
 >;
 /// Pointer type of `onnxGetBackendCompatibility`.
-pub type onnxGetBackendCompatibilityFunction =
-    Option<unsafe extern "C" fn(backendID: onnxBackendID, onnxModelSize: usize, onnxModel: *const c_void) -> onnxStatus>;
+pub type onnxGetBackendCompatibilityFunction = Option<
+    unsafe extern "C" fn(
+        backendID: onnxBackendID,
+        onnxModelSize: usize,
+        onnxModel: *const c_void,
+    ) -> onnxStatus,
+>;
 /// Pointer type of `onnxInitBackend`.
-pub type onnxInitBackendFunction =
-    Option<unsafe extern "C" fn(backendID: onnxBackendID, auxPropertiesList: *const u64, backend: *mut onnxBackend) -> onnxStatus>;
+pub type onnxInitBackendFunction = Option<
+    unsafe extern "C" fn(
+        backendID: onnxBackendID,
+        auxPropertiesList: *const u64,
+        backend: *mut onnxBackend,
+    ) -> onnxStatus,
+>;
 /// Pointer type of `onnxReleaseBackend`.
-pub type onnxReleaseBackendFunction = Option<unsafe extern "C" fn(backend: onnxBackend) -> onnxStatus>;
+pub type onnxReleaseBackendFunction =
+    Option<unsafe extern "C" fn(backend: onnxBackend) -> onnxStatus>;
 /// Pointer type of `onnxInitEvent`.
-pub type onnxInitEventFunction = Option<unsafe extern "C" fn(backend: onnxBackend, event: *mut onnxEvent) -> onnxStatus>;
+pub type onnxInitEventFunction =
+    Option<unsafe extern "C" fn(backend: onnxBackend, event: *mut onnxEvent) -> onnxStatus>;
 /// Pointer type of `onnxSignalEvent`.
 pub type onnxSignalEventFunction = Option<unsafe extern "C" fn(event: onnxEvent) -> onnxStatus>;
 /// Pointer type of `onnxGetEventState`.
-pub type onnxGetEventStateFunction = Option<unsafe extern "C" fn(event: onnxEvent, state: *mut onnxEventState) -> onnxStatus>;
+pub type onnxGetEventStateFunction =
+    Option<unsafe extern "C" fn(event: onnxEvent, state: *mut onnxEventState) -> onnxStatus>;
 /// Pointer type of `onnxWaitEvent`.
 pub type onnxWaitEventFunction = Option<unsafe extern "C" fn(event: onnxEvent) -> onnxStatus>;
 /// Pointer type of `onnxReleaseEvent`.
@@ -363,13 +379,21 @@ pub type onnxSetGraphIOFunction = Option<
 >;
 /// Pointer type of `onnxRunGraph`.
 pub type onnxRunGraphFunction = Option<
-    unsafe extern "C" fn(graph: onnxGraph, inputFence: *const onnxMemoryFenceV1, outputFence: *mut onnxMemoryFenceV1) -> onnxStatus,
+    unsafe extern "C" fn(
+        graph: onnxGraph,
+        inputFence: *const onnxMemoryFenceV1,
+        outputFence: *mut onnxMemoryFenceV1,
+    ) -> onnxStatus,
 >;
 /// Pointer type of `onnxReleaseGraph`.
 pub type onnxReleaseGraphFunction = Option<unsafe extern "C" fn(graph: onnxGraph) -> onnxStatus>;
 /// Pointer type of `onnxGetExtensionFunctionAddress`.
 pub type onnxGetExtensionFunctionAddressFunction = Option<
-    unsafe extern "C" fn(backendID: onnxBackendID, name: *const c_char, function: *mut onnxExtensionFunctionPointer) -> onnxStatus,
+    unsafe extern "C" fn(
+        backendID: onnxBackendID,
+        name: *const c_char,
+        function: *mut onnxExtensionFunctionPointer,
+    ) -> onnxStatus,
 >;
 /// Pointer type of the `onnxSetIOAndRunGraph` extension.
 pub type onnxSetIOAndRunGraphFunction = Option<
@@ -418,8 +442,14 @@ mod tests {
     #[test]
     fn statuses_match_the_rust_enum() {
         use crate::error::Status;
-        assert_eq!(Status::InvalidProperty.code(), ONNXIFI_STATUS_INVALID_PROPERTY);
-        assert_eq!(Status::UnsupportedProperty.code(), ONNXIFI_STATUS_UNSUPPORTED_PROPERTY);
+        assert_eq!(
+            Status::InvalidProperty.code(),
+            ONNXIFI_STATUS_INVALID_PROPERTY
+        );
+        assert_eq!(
+            Status::UnsupportedProperty.code(),
+            ONNXIFI_STATUS_UNSUPPORTED_PROPERTY
+        );
         assert_eq!(Status::InternalError.code(), ONNXIFI_STATUS_INTERNAL_ERROR);
         assert_eq!(Status::UnidentifiedName.code(), 0x0301);
     }

@@ -31,8 +31,28 @@ enum Weights {
     AtRunTime(Conv2dParams),
 }
 
+/// `FusedConv` (internal): a `Conv` whose following activation runs in its write-back.
+pub static FUSED_DEF: OpDef = OpDef {
+    op_type: "FusedConv",
+    domain: super::INTERNAL_DOMAIN,
+    min_opset: 1,
+    attributes: &[
+        "auto_pad",
+        "dilations",
+        "group",
+        "kernel_shape",
+        "pads",
+        "strides",
+        "activation",
+        "activation_params",
+    ],
+    types: FLOAT,
+    build: build_fused,
+};
+
 struct ConvKernel {
     weights: Weights,
+    activation: Activation,
 }
 
 impl Kernel for ConvKernel {
@@ -40,7 +60,7 @@ impl Kernel for ConvKernel {
         let x = f32_of(inputs, 0)?;
         let out = f32_out(&mut outputs[0])?;
         match &self.weights {
-            Weights::Packed(conv) => conv.run(x, out, Activation::None),
+            Weights::Packed(conv) => conv.run(x, out, self.activation),
             Weights::AtRunTime(p) => {
                 let w = f32_of(inputs, 1)?;
                 let b = match inputs.get(2).copied().flatten() {
@@ -49,7 +69,7 @@ impl Kernel for ConvKernel {
                 };
                 Conv2d::new(p.clone(), w, b)
                     .map_err(|e| Error::new(Status::InvalidModel, e.message))?
-                    .run(x, out, Activation::None)
+                    .run(x, out, self.activation)
             }
         }
         Ok(())
@@ -57,6 +77,31 @@ impl Kernel for ConvKernel {
 }
 
 fn build(ctx: &BuildCtx) -> Result<Built> {
+    build_with(ctx, Activation::None)
+}
+
+fn build_fused(ctx: &BuildCtx) -> Result<Built> {
+    let kind = ctx.attr_string("activation", "")?;
+    let params = ctx.attr_floats("activation_params")?.unwrap_or(&[]);
+    let activation = match (kind.as_str(), params) {
+        ("Relu", []) => Activation::Relu,
+        ("Sigmoid", []) => Activation::Sigmoid,
+        ("Tanh", []) => Activation::Tanh,
+        ("Clip", [min, max]) => Activation::Clip {
+            min: *min,
+            max: *max,
+        },
+        (other, p) => {
+            return Err(ctx.err(
+                Status::InvalidModel,
+                format!("unknown fused activation {other} {p:?}"),
+            ))
+        }
+    };
+    build_with(ctx, activation)
+}
+
+fn build_with(ctx: &BuildCtx, activation: Activation) -> Result<Built> {
     ctx.arity(2, 3, 1, 1)?;
     let x = ctx.float_input(0)?;
     let w = ctx.float_input(1)?;
@@ -147,6 +192,9 @@ fn build(ctx: &BuildCtx) -> Result<Built> {
     };
     Ok(Built {
         outputs: vec![(DataType::F32, out_shape(n, m, win.out, rank))],
-        kernel: Box::new(ConvKernel { weights }),
+        kernel: Box::new(ConvKernel {
+            weights,
+            activation,
+        }),
     })
 }

@@ -31,7 +31,11 @@ mod sub;
 mod tanh;
 mod transpose;
 
+pub use batch_normalization::fold as fold_batch_norm;
 pub use util::{BuildCtx, InputInfo};
+
+/// Domain of the operators this backend creates itself when it fuses nodes.
+pub const INTERNAL_DOMAIN: &str = "onnxifi.rust";
 
 use crate::error::Result;
 use crate::ir::{DataType, Tensor};
@@ -90,6 +94,7 @@ pub static REGISTRY: &[&OpDef] = &[
     &conv::DEF,
     &div::DEF,
     &flatten::DEF,
+    &conv::FUSED_DEF,
     &gemm::DEF,
     &global_average_pool::DEF,
     &identity::DEF,
@@ -122,6 +127,7 @@ mod tests {
     fn registry_names_are_unique_and_sorted() {
         let names: Vec<_> = REGISTRY.iter().map(|d| d.op_type).collect();
         let mut sorted = names.clone();
+        sorted.sort_by_key(|n| n.to_string());
         sorted.sort();
         sorted.dedup();
         assert_eq!(names, sorted);

@@ -130,6 +130,15 @@ impl<'a> BuildCtx<'a> {
         }
     }
 
+    /// A floats attribute, if present.
+    pub fn attr_floats(&self, name: &str) -> Result<Option<&'a [f32]>> {
+        match self.attr(name) {
+            None => Ok(None),
+            Some(Attr::Floats(v)) => Ok(Some(v)),
+            Some(other) => Err(self.wrong_kind(name, "a list of floats", other)),
+        }
+    }
+
     /// A string attribute, or its default.
     pub fn attr_string(&self, name: &str, default: &str) -> Result<String> {
         match self.attr(name) {
