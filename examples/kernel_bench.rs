@@ -1,5 +1,6 @@
 //! Benchmarks of the CPU kernels: sgemm (256³, 512³, 1024³) and a ResNet-style 3×3 convolution,
-//! per ISA, with 1 and 2 threads. Reports the median GFLOP/s over interleaved rounds.
+//! per ISA, with 1 and 2 threads. Reports the median GFLOP/s over interleaved rounds, timed in
+//! the workers' on-CPU time (see the comment in `main`).
 //!
 //! `cargo run --release --example kernel_bench [rounds]`; `KB_ISA=avx512|avx2|portable` limits
 //! the ISAs, `KB_CASE=substring` the cases.
@@ -118,22 +119,26 @@ fn main() {
                 flops,
                 ..
             } = c;
-            let single = pool.current_num_threads() == 1;
-            let (reps, secs) = pool.install(|| {
-                let mut reps = 0usize;
-                let t0 = Instant::now();
-                let c0 = thread_cpu_ns();
-                while reps == 0 || t0.elapsed().as_secs_f64() < 0.05 {
-                    run();
-                    reps += 1;
-                }
-                // Single-threaded cases are timed in on-CPU time of the worker (robust to other
-                // processes on a shared machine), others in wall time.
-                match (single, c0, thread_cpu_ns()) {
-                    (true, Some(a), Some(b)) => (reps, (b - a) as f64 * 1e-9),
-                    _ => (reps, t0.elapsed().as_secs_f64()),
-                }
-            });
+            // Timed in on-CPU time of the pool's workers (robust to other processes on a shared
+            // machine): seconds = (sum of the workers' CPU time) / threads, i.e. the wall time
+            // if every worker had a core to itself (rayon's spinning counts, so it is
+            // conservative). Falls back to wall time where schedstat is unavailable.
+            let threads = pool.current_num_threads() as f64;
+            let cpu = |pool: &rayon::ThreadPool| -> Option<u64> {
+                pool.broadcast(|_| thread_cpu_ns()).into_iter().sum()
+            };
+            let c0 = cpu(pool);
+            let t0 = Instant::now();
+            let mut reps = 0usize;
+            while reps == 0 || t0.elapsed().as_secs_f64() < 0.05 {
+                pool.install(&mut *run);
+                reps += 1;
+            }
+            let wall = t0.elapsed().as_secs_f64();
+            let secs = match (c0, cpu(pool)) {
+                (Some(a), Some(b)) => (b - a) as f64 * 1e-9 / threads,
+                _ => wall,
+            };
             samples.push(*flops * reps as f64 / secs / 1e9);
         }
     }

@@ -4,18 +4,21 @@
 //! Loops, outermost first (`mr`/`nr` = register tile of the ISA's micro-kernel, see
 //! [`tile_size`]):
 //! 1. `jc` over columns of C in blocks of [`NC`] (B block `KC×NC` ≈ 4 MiB, lives in L3),
-//! 2. `pc` over the shared dimension in blocks of [`KC`] (256: an `mr×KC` A micro-panel is 8 KiB and a
-//!    `KC×nr` B micro-panel 32 KiB, the pair fits L1+L2 comfortably),
+//! 2. `pc` over the shared dimension in blocks of [`KC`] (256: with AVX-512's 8×32 tile an
+//!    `mr×KC` A micro-panel is 8 KiB and a `KC×nr` B micro-panel 32 KiB; measured on Zen 4,
+//!    256 beat 128 and 192),
 //!    - pack B block `KC×NC` into `nr`-wide k-major micro-panels (skipped for [`PackedB`]),
 //!    - pack A `M×KC` into `mr`-tall k-major micro-panels (skipped for [`PackedA`]),
 //! 3. C is split in tasks of up to [`MC`] rows × a column chunk, run in parallel on rayon's
 //!    current pool; inside a task `jr` walks `nr`-wide B micro-panels (kept in L1) and `ir` walks
-//!    the `mr`-tall A micro-panels of the task (an `MC×KC` A block, 128 KiB, kept in L2),
+//!    the `mr`-tall A micro-panels of the task (an `MC×KC` A block, 96 KiB, kept in L2),
 //! 4. the micro-kernel accumulates an `mr×nr` tile in registers over `KC` and writes it back with
 //!    `alpha`/`beta`; after the last `KC` block the [`Epilogue`] (bias + activation) is applied to
 //!    the tile while it is still in L1.
 //!
-//! Tiny problems run on the calling thread (no rayon overhead).
+//! Tiny problems run on the calling thread (no rayon overhead). Packing buffers are cached per
+//! thread between calls. A B operand can also be generated on the fly while packing (the
+//! crate-internal `PanelSource`, used by the convolution's implicit im2col).
 #![forbid(unsafe_code)]
 
 use std::cell::Cell;
@@ -29,7 +32,7 @@ use super::simd;
 
 /// Shared-dimension block size (rows of a packed B block / columns of a packed A block).
 pub const KC: usize = 256;
-/// Rows of C per task (A block `MC×KC` ≈ 128 KiB, stays in L2). A multiple of every `mr`.
+/// Rows of C per task (A block `MC×KC` = 96 KiB, stays in L2). A multiple of every `mr`.
 pub const MC: usize = 96;
 /// Columns of C per B block (`KC×NC` floats ≈ 4 MiB). A multiple of every `nr`.
 pub const NC: usize = 4096;

@@ -16,7 +16,7 @@
 //! - [`softmax`]: softmax / log-softmax along an axis.
 //! - [`transpose`]: N-D axis permutation.
 //! - [`activation`]: [`activation::Activation`] (Relu, LeakyRelu, Clip, Sigmoid, Tanh).
-//! - [`reference`]: naive oracles of all of the above, for tests.
+//! - [`reference`](mod@reference): naive oracles of all of the above, for tests.
 //!
 //! # Conventions
 //! Kernels take slices plus explicit dimensions and check lengths (a mismatch is a caller bug
