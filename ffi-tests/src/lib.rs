@@ -530,6 +530,8 @@ pub fn backend_ids() -> Vec<Handle> {
 
 /// Runs `graph` once with the current IO binding: input event, run, signal, wait.
 /// Returns (the status of onnxRunGraph, the status of onnxWaitEvent or None if not run).
+// The handle is opaque: it is only passed on to the library, which must validate it.
+#[allow(clippy::not_unsafe_ptr_arg_deref)]
 pub fn run_once(b: &Backend, graph: Handle) -> (i32, Option<i32>) {
     let input = b.event();
     let in_fence = MemoryFence::event(input);
@@ -593,6 +595,8 @@ pub struct WaitFor {
 }
 
 /// Calls `onnxWaitEventFor` with a 256-byte message buffer.
+// The event is opaque: it is only passed on to the library, which must validate it.
+#[allow(clippy::not_unsafe_ptr_arg_deref)]
 pub fn call_wait_for(f: WaitEventForFn, event: Handle, timeout_ms: u32) -> WaitFor {
     let mut state = -1;
     let mut st = -1;
