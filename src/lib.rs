@@ -6,3 +6,12 @@
 pub mod error;
 pub mod model;
 
+pub mod backend;
+pub mod check;
+pub mod exec;
+pub mod ffi;
+pub mod graph;
+pub mod ir;
+pub mod kernels;
+pub mod ops;
+pub mod sync;

@@ -1,0 +1,240 @@
+//! The CPU backend: its identity and info values, capabilities, and the backend object with its
+//! own named rayon pool.
+#![forbid(unsafe_code)]
+
+use crate::error::{Error, Result, Status};
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
+
+/// Environment variable that sets the number of compute threads of each backend.
+pub const THREADS_ENV: &str = "ONNXIFI_RUST_NUM_THREADS";
+
+/// Facts about the machine, read once.
+#[derive(Clone, Debug)]
+pub struct CpuInfo {
+    /// The CPU model name (from /proc/cpuinfo), or the architecture.
+    pub model: String,
+    /// Logical cores available to this process.
+    pub cores: usize,
+    /// Physical memory in bytes (from /proc/meminfo), 0 if unknown.
+    pub memory_bytes: u64,
+    /// Clock in MHz (from /proc/cpuinfo), 0 if unknown.
+    pub mhz: f64,
+}
+
+/// The machine's facts.
+pub fn cpu_info() -> &'static CpuInfo {
+    static INFO: OnceLock<CpuInfo> = OnceLock::new();
+    INFO.get_or_init(|| {
+        let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+        let field = |key: &str| {
+            cpuinfo.lines().find_map(|l| {
+                let (k, v) = l.split_once(':')?;
+                (k.trim() == key).then(|| v.trim().to_string())
+            })
+        };
+        let model = field("model name").unwrap_or_else(|| std::env::consts::ARCH.to_string());
+        let mhz = field("cpu MHz").and_then(|v| v.parse().ok()).unwrap_or(0.0);
+        let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+        let memory_bytes = meminfo
+            .lines()
+            .find_map(|l| l.strip_prefix("MemTotal:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            .map_or(0, |kb| kb * 1024);
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        CpuInfo {
+            model,
+            cores,
+            memory_bytes,
+            mhz,
+        }
+    })
+}
+
+/// Peak fp32 multiply-accumulates per second: cores × clock × SIMD lanes × 2 FMA pipes.
+pub fn peak_fp32_macs() -> u64 {
+    let info = cpu_info();
+    let lanes = match crate::kernels::cpu::isa() {
+        crate::kernels::cpu::Isa::Avx512 => 16.0,
+        crate::kernels::cpu::Isa::Avx2Fma => 8.0,
+        crate::kernels::cpu::Isa::Portable => 4.0,
+    };
+    (info.cores as f64 * info.mhz * 1e6 * lanes * 2.0) as u64
+}
+
+/// Memory copy bandwidth in bytes per second, measured once (copying 64 MiB a few times).
+pub fn memory_bandwidth() -> u64 {
+    static BW: OnceLock<u64> = OnceLock::new();
+    *BW.get_or_init(|| {
+        let n = 8 << 20; // 8 Mi f64 = 64 MiB
+        let src = vec![1.0f64; n];
+        let mut dst = vec![0.0f64; n];
+        let mut best = f64::MAX;
+        for _ in 0..3 {
+            let t = Instant::now();
+            dst.copy_from_slice(&src);
+            std::hint::black_box(&mut dst);
+            best = best.min(t.elapsed().as_secs_f64());
+        }
+        // A copy reads and writes every byte.
+        (2.0 * (n * 8) as f64 / best.max(1e-9)) as u64
+    })
+}
+
+/// Optimization goal requested at `onnxInitBackend`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Optimization {
+    /// Throughput (the default).
+    HighThroughput,
+    /// Latency.
+    LowLatency,
+    /// Power.
+    LowPower,
+    /// Delay.
+    LowDelay,
+}
+
+/// Settings of a backend, from its property list.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Settings {
+    /// Optimization goal.
+    pub optimization: Optimization,
+    /// Log level (1 debug … 4 error).
+    pub log_level: u64,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            optimization: Optimization::HighThroughput,
+            log_level: 3,
+        }
+    }
+}
+
+impl Settings {
+    /// Parses `(key, value)` pairs of backend properties.
+    pub fn from_properties(props: &[(u64, u64)]) -> Result<Settings> {
+        let mut s = Settings::default();
+        for &(key, value) in props {
+            match key {
+                1 => {
+                    s.optimization = match value {
+                        0 => Optimization::HighThroughput,
+                        1 => Optimization::LowLatency,
+                        2 => Optimization::LowPower,
+                        3 => Optimization::LowDelay,
+                        v => {
+                            return Err(Error::new(
+                                Status::InvalidProperty,
+                                format!("optimization value {v} is not defined"),
+                            ))
+                        }
+                    }
+                }
+                2 => {
+                    if !(1..=4).contains(&value) {
+                        return Err(Error::new(
+                            Status::InvalidProperty,
+                            format!("log level {value} is not defined"),
+                        ));
+                    }
+                    s.log_level = value;
+                }
+                4 | 8 => {
+                    return Err(Error::new(
+                        Status::UnsupportedProperty,
+                        "CUDA streams and OpenCL contexts do not apply to a CPU backend",
+                    ))
+                }
+                k => {
+                    return Err(Error::new(
+                        Status::UnsupportedProperty,
+                        format!("backend property {k:#x} is not supported"),
+                    ))
+                }
+            }
+        }
+        Ok(s)
+    }
+}
+
+/// Number of compute threads: `ONNXIFI_RUST_NUM_THREADS` if set to a positive number, else all
+/// cores.
+pub fn thread_count() -> usize {
+    std::env::var(THREADS_ENV)
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or(cpu_info().cores)
+}
+
+/// An initialised backend: settings and the thread pool its graphs compute on.
+pub struct Backend {
+    /// Settings from `onnxInitBackend`.
+    pub settings: Settings,
+    /// The compute pool.
+    pub pool: Arc<rayon::ThreadPool>,
+}
+
+impl Backend {
+    /// Creates a backend with its own pool of [`thread_count`] threads.
+    pub fn new(settings: Settings) -> Result<Backend> {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(thread_count())
+            .thread_name(|i| format!("onnxifi-rust-{i}"))
+            .build()
+            .map_err(|e| {
+                Error::new(
+                    Status::NoSystemResources,
+                    format!("cannot start compute threads: {e}"),
+                )
+            })?;
+        Ok(Backend {
+            settings,
+            pool: Arc::new(pool),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn properties_are_validated() {
+        assert_eq!(Settings::from_properties(&[]).unwrap(), Settings::default());
+        assert_eq!(
+            Settings::from_properties(&[(1, 1)]).unwrap().optimization,
+            Optimization::LowLatency
+        );
+        assert_eq!(
+            Settings::from_properties(&[(1, 9)]).unwrap_err().status,
+            Status::InvalidProperty
+        );
+        assert_eq!(
+            Settings::from_properties(&[(2, 0)]).unwrap_err().status,
+            Status::InvalidProperty
+        );
+        assert_eq!(
+            Settings::from_properties(&[(0x1234, 0)])
+                .unwrap_err()
+                .status,
+            Status::UnsupportedProperty
+        );
+        assert_eq!(
+            Settings::from_properties(&[(4, 0)]).unwrap_err().status,
+            Status::UnsupportedProperty
+        );
+    }
+
+    #[test]
+    fn machine_facts_are_plausible() {
+        let i = cpu_info();
+        assert!(i.cores >= 1);
+        assert!(!i.model.is_empty());
+        if cfg!(target_os = "linux") {
+            assert!(i.memory_bytes > 64 << 20);
+        }
+    }
+}

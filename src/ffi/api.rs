@@ -1,0 +1,842 @@
+//! The exported ONNXIFI functions (core API of onnx 1.12.0 `onnxifi.h`, plus the extension
+//! functions of `onnxifi_ext.h` and foxi's `onnxWaitEventFor`).
+#![allow(non_snake_case, clippy::missing_safety_doc)]
+
+use super::guard;
+use super::handles::Registry;
+use super::io::{read_descriptors, read_tensor, write_tensor, Described};
+use super::types::*;
+use crate::backend::{Backend, Settings};
+use crate::error::{Error, Result, Status};
+use crate::graph::{compile_executable, Binding, BoundTensor, Graph};
+use crate::ir::{Tensor, Weight};
+use crate::sync::event::{Event, Outcome};
+use std::ffi::CStr;
+use std::os::raw::{c_char, c_void};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A backend ID object (there is one backend: this CPU).
+pub struct BackendId;
+
+static BACKEND_IDS: Registry<BackendId> = Registry::new();
+static BACKENDS: Registry<Backend> = Registry::new();
+static GRAPHS: Registry<Graph> = Registry::new();
+static EVENTS: Registry<Event> = Registry::new();
+
+/// Longest accepted property list, in (key, value) pairs, before giving up on a terminator.
+const MAX_PROPERTIES: usize = 4096;
+
+fn err(status: Status, msg: impl Into<String>) -> Error {
+    Error::new(status, msg)
+}
+
+fn backend_id(id: onnxBackendID) -> Result<Arc<BackendId>> {
+    BACKEND_IDS
+        .get(id)
+        .ok_or_else(|| err(Status::InvalidId, "not a live backend ID"))
+}
+
+fn backend(b: onnxBackend) -> Result<Arc<Backend>> {
+    BACKENDS
+        .get(b)
+        .ok_or_else(|| err(Status::InvalidBackend, "not a live backend"))
+}
+
+fn graph(g: onnxGraph) -> Result<Arc<Graph>> {
+    GRAPHS
+        .get(g)
+        .ok_or_else(|| err(Status::InvalidGraph, "not a live graph"))
+}
+
+fn event(e: onnxEvent) -> Result<Arc<Event>> {
+    EVENTS
+        .get(e)
+        .ok_or_else(|| err(Status::InvalidEvent, "not a live event"))
+}
+
+/// Reads a property list terminated by key 0 as (key, value) pairs.
+///
+/// # Safety
+/// `list` is NULL or points to key/value pairs ending with a 0 key.
+unsafe fn read_properties(list: *const u64) -> Result<Vec<(u64, u64)>> {
+    let mut props = Vec::new();
+    if list.is_null() {
+        return Ok(props);
+    }
+    for i in 0..MAX_PROPERTIES {
+        // SAFETY: the list is readable up to and including its terminating key.
+        let key = unsafe { list.add(2 * i).read_unaligned() };
+        if key == ONNXIFI_BACKEND_PROPERTY_NONE {
+            return Ok(props);
+        }
+        // SAFETY: a non-terminating key is followed by its value.
+        let value = unsafe { list.add(2 * i + 1).read_unaligned() };
+        props.push((key, value));
+    }
+    Err(err(
+        Status::InvalidProperty,
+        "the property list has no terminator",
+    ))
+}
+
+/// Borrows the model bytes.
+///
+/// # Safety
+/// `model` points to `size` readable bytes.
+unsafe fn model_bytes<'a>(size: usize, model: *const c_void) -> Result<&'a [u8]> {
+    if model.is_null() {
+        return Err(err(Status::InvalidPointer, "the model pointer is NULL"));
+    }
+    if size == 0 {
+        return Err(err(Status::InvalidSize, "the model size is 0"));
+    }
+    if size > isize::MAX as usize {
+        return Err(err(
+            Status::InvalidSize,
+            "the model size is impossibly large",
+        ));
+    }
+    // SAFETY: as stated for this function.
+    Ok(unsafe { std::slice::from_raw_parts(model as *const u8, size) })
+}
+
+/// Lists the backend IDs (one: the CPU), with the count-then-fill size protocol.
+#[no_mangle]
+pub unsafe extern "C" fn onnxGetBackendIDs(
+    backendIDs: *mut onnxBackendID,
+    numBackends: *mut usize,
+) -> onnxStatus {
+    guard(|| {
+        if numBackends.is_null() {
+            return Err(err(Status::InvalidPointer, "numBackends is NULL"));
+        }
+        // SAFETY: checked non-NULL; the caller passes a readable and writable size_t.
+        let capacity = unsafe { numBackends.read() };
+        let available = 1usize;
+        if backendIDs.is_null() || capacity < available {
+            // SAFETY: as above.
+            unsafe { numBackends.write(available) };
+            return Ok(Status::Fallback);
+        }
+        let id = BACKEND_IDS.insert(Arc::new(BackendId));
+        // SAFETY: the caller's array holds `capacity` ≥ 1 IDs.
+        unsafe {
+            backendIDs.write(id);
+            numBackends.write(available);
+        }
+        Ok(Status::Success)
+    })
+}
+
+/// Releases a backend ID.
+#[no_mangle]
+pub unsafe extern "C" fn onnxReleaseBackendID(backendID: onnxBackendID) -> onnxStatus {
+    guard(|| {
+        BACKEND_IDS
+            .remove(backendID)
+            .ok_or_else(|| err(Status::InvalidId, "not a live backend ID"))?;
+        Ok(Status::Success)
+    })
+}
+
+/// Answers one info query with the byte-size protocol.
+#[no_mangle]
+pub unsafe extern "C" fn onnxGetBackendInfo(
+    backendID: onnxBackendID,
+    infoType: onnxBackendInfo,
+    infoValue: *mut c_void,
+    infoValueSize: *mut usize,
+) -> onnxStatus {
+    guard(|| {
+        backend_id(backendID)?;
+        if infoValueSize.is_null() {
+            return Err(err(Status::InvalidPointer, "infoValueSize is NULL"));
+        }
+        let value = super::info::value(infoType)?;
+        // SAFETY: checked non-NULL; a readable and writable size_t.
+        let capacity = unsafe { infoValueSize.read() };
+        if infoValue.is_null() || capacity < value.len() {
+            // SAFETY: as above.
+            unsafe { infoValueSize.write(value.len()) };
+            return Ok(Status::Fallback);
+        }
+        // SAFETY: the caller's buffer holds `capacity` ≥ value.len() bytes.
+        unsafe {
+            std::ptr::copy_nonoverlapping(value.as_ptr(), infoValue as *mut u8, value.len());
+            infoValueSize.write(value.len());
+        }
+        Ok(Status::Success)
+    })
+}
+
+/// Tells whether a serialized model can run here.
+#[no_mangle]
+pub unsafe extern "C" fn onnxGetBackendCompatibility(
+    backendID: onnxBackendID,
+    onnxModelSize: usize,
+    onnxModel: *const c_void,
+) -> onnxStatus {
+    guard(|| {
+        backend_id(backendID)?;
+        // SAFETY: the caller gives `onnxModelSize` readable bytes.
+        let bytes = unsafe { model_bytes(onnxModelSize, onnxModel) }?;
+        compile_executable(bytes, Vec::new())?;
+        Ok(Status::Success)
+    })
+}
+
+/// Creates a backend (with its compute pool).
+#[no_mangle]
+pub unsafe extern "C" fn onnxInitBackend(
+    backendID: onnxBackendID,
+    auxPropertiesList: *const u64,
+    backend: *mut onnxBackend,
+) -> onnxStatus {
+    guard(|| {
+        if backend.is_null() {
+            return Err(err(Status::InvalidPointer, "backend is NULL"));
+        }
+        // SAFETY: checked non-NULL; the out-handle is cleared first so failure leaves NULL.
+        unsafe { backend.write(std::ptr::null_mut()) };
+        backend_id(backendID)?;
+        // SAFETY: NULL or a terminated property list.
+        let props = unsafe { read_properties(auxPropertiesList) }?;
+        let b = Backend::new(Settings::from_properties(&props)?)?;
+        let handle = BACKENDS.insert(Arc::new(b));
+        // SAFETY: as above.
+        unsafe { backend.write(handle) };
+        Ok(Status::Success)
+    })
+}
+
+/// Destroys a backend.
+#[no_mangle]
+pub unsafe extern "C" fn onnxReleaseBackend(backend: onnxBackend) -> onnxStatus {
+    guard(|| {
+        BACKENDS
+            .remove(backend)
+            .ok_or_else(|| err(Status::InvalidBackend, "not a live backend"))?;
+        Ok(Status::Success)
+    })
+}
+
+/// Creates a non-signalled event.
+#[no_mangle]
+pub unsafe extern "C" fn onnxInitEvent(backend_: onnxBackend, event: *mut onnxEvent) -> onnxStatus {
+    guard(|| {
+        if event.is_null() {
+            return Err(err(Status::InvalidPointer, "event is NULL"));
+        }
+        // SAFETY: checked non-NULL; cleared first so failure leaves NULL.
+        unsafe { event.write(std::ptr::null_mut()) };
+        backend(backend_)?;
+        let handle = EVENTS.insert(Arc::new(Event::new()));
+        // SAFETY: as above.
+        unsafe { event.write(handle) };
+        Ok(Status::Success)
+    })
+}
+
+/// Signals an event; a second signal is INVALID_STATE.
+#[no_mangle]
+pub unsafe extern "C" fn onnxSignalEvent(event_: onnxEvent) -> onnxStatus {
+    guard(|| {
+        event(event_)?.signal_success()?;
+        Ok(Status::Success)
+    })
+}
+
+/// Reads an event's state without waiting.
+#[no_mangle]
+pub unsafe extern "C" fn onnxGetEventState(
+    event_: onnxEvent,
+    state: *mut onnxEventState,
+) -> onnxStatus {
+    guard(|| {
+        if state.is_null() {
+            return Err(err(Status::InvalidPointer, "state is NULL"));
+        }
+        let value = match event(event_) {
+            Ok(e) if e.outcome().is_some() => ONNXIFI_EVENT_STATE_SIGNALLED,
+            Ok(_) => ONNXIFI_EVENT_STATE_NONSIGNALLED,
+            Err(e) => {
+                // SAFETY: checked non-NULL; the header asks for INVALID on failure.
+                unsafe { state.write(ONNXIFI_EVENT_STATE_INVALID) };
+                return Err(e);
+            }
+        };
+        // SAFETY: checked non-NULL.
+        unsafe { state.write(value) };
+        Ok(Status::Success)
+    })
+}
+
+/// Waits for an event; returns the status it was signalled with (a failed run's status).
+#[no_mangle]
+pub unsafe extern "C" fn onnxWaitEvent(event_: onnxEvent) -> onnxStatus {
+    guard(|| {
+        let e = event(event_)?;
+        let outcome = e.wait().ok_or_else(|| {
+            err(
+                Status::InvalidEvent,
+                "the event was released while being waited for",
+            )
+        })?;
+        if outcome.status == Status::Success {
+            Ok(Status::Success)
+        } else {
+            Err(Error::new(outcome.status, outcome.message))
+        }
+    })
+}
+
+/// Releases an event. A run still waiting on it as its input fence then fails.
+#[no_mangle]
+pub unsafe extern "C" fn onnxReleaseEvent(event: onnxEvent) -> onnxStatus {
+    guard(|| {
+        let e = EVENTS
+            .remove(event)
+            .ok_or_else(|| err(Status::InvalidEvent, "not a live event"))?;
+        e.abandon();
+        Ok(Status::Success)
+    })
+}
+
+/// Copies the weight descriptors' data and metadata.
+///
+/// # Safety
+/// `weights` points to `count` descriptors whose buffers hold the described data.
+unsafe fn read_weights(count: u32, weights: *const onnxTensorDescriptorV1) -> Result<Vec<Weight>> {
+    if count == 0 {
+        return Ok(Vec::new());
+    }
+    if weights.is_null() {
+        return Err(err(
+            Status::InvalidPointer,
+            "weightDescriptors is NULL but weightsCount > 0",
+        ));
+    }
+    // SAFETY: as stated for this function.
+    let described = unsafe { read_descriptors(weights, count) }?;
+    let mut out = Vec::with_capacity(described.len());
+    for Described { name, tensor } in described {
+        if !tensor.dtype.is_stored() {
+            return Err(err(
+                Status::UnsupportedDatatype,
+                format!("weight '{name}' has type {}", tensor.dtype.name()),
+            ));
+        }
+        // SAFETY: the descriptor's buffer holds its data during onnxInitGraph.
+        let t = unsafe { read_tensor(&tensor) }?;
+        out.push(Weight { name, tensor: t });
+    }
+    Ok(out)
+}
+
+/// Compiles a model into a graph.
+#[no_mangle]
+pub unsafe extern "C" fn onnxInitGraph(
+    backend_: onnxBackend,
+    auxPropertiesList: *const u64,
+    onnxModelSize: usize,
+    onnxModel: *const c_void,
+    weightsCount: u32,
+    weightDescriptors: *const onnxTensorDescriptorV1,
+    graph: *mut onnxGraph,
+) -> onnxStatus {
+    guard(|| {
+        if graph.is_null() {
+            return Err(err(Status::InvalidPointer, "graph is NULL"));
+        }
+        // SAFETY: checked non-NULL; cleared first so failure leaves NULL.
+        unsafe { graph.write(std::ptr::null_mut()) };
+        let b = backend(backend_)?;
+        // SAFETY: the caller gives `onnxModelSize` readable bytes.
+        let bytes = unsafe { model_bytes(onnxModelSize, onnxModel) }?;
+        // SAFETY: NULL or a terminated property list.
+        let props = unsafe { read_properties(auxPropertiesList) }?;
+        if let Some((key, _)) = props.first() {
+            return Err(err(
+                Status::UnsupportedProperty,
+                format!("graph property {key:#x} is not supported"),
+            ));
+        }
+        // SAFETY: the caller gives `weightsCount` descriptors.
+        let weights = unsafe { read_weights(weightsCount, weightDescriptors) }?;
+        let g = Graph::compile(b, bytes, weights)?;
+        let handle = GRAPHS.insert(Arc::new(g));
+        // SAFETY: as above.
+        unsafe { graph.write(handle) };
+        Ok(Status::Success)
+    })
+}
+
+/// Validates descriptors against the graph and builds a binding.
+fn bind(g: &Graph, inputs: Vec<Described>, outputs: Vec<Described>) -> Result<Binding> {
+    let exe = &g.exe;
+    let mut bound_in: Vec<Option<BoundTensor>> = vec![None; exe.inputs().len()];
+    let mut bound_out: Vec<Option<BoundTensor>> = vec![None; exe.outputs().len()];
+    for d in inputs.into_iter().chain(outputs) {
+        let (slot, spec) = if let Some(i) = exe.inputs().iter().position(|s| s.name == d.name) {
+            (&mut bound_in[i], &exe.inputs()[i])
+        } else if let Some(i) = exe.outputs().iter().position(|s| s.name == d.name) {
+            (&mut bound_out[i], &exe.outputs()[i])
+        } else {
+            return Err(err(
+                Status::InvalidName,
+                format!("'{}' is not an input or output of the graph", d.name),
+            ));
+        };
+        if slot.is_some() {
+            return Err(err(
+                Status::InvalidName,
+                format!("'{}' is described twice", d.name),
+            ));
+        }
+        if d.tensor.dtype != spec.declared.dtype {
+            return Err(err(
+                Status::MismatchingDatatype,
+                format!(
+                    "'{}' is {} in the model, {} given",
+                    d.name,
+                    spec.declared.dtype.name(),
+                    d.tensor.dtype.name()
+                ),
+            ));
+        }
+        *slot = Some(d.tensor);
+    }
+    let missing = |specs: &[crate::exec::IoSpec], bound: &[Option<BoundTensor>]| {
+        specs
+            .iter()
+            .zip(bound)
+            .find(|(_, b)| b.is_none())
+            .map(|(s, _)| s.name.clone())
+    };
+    if let Some(name) =
+        missing(exe.inputs(), &bound_in).or_else(|| missing(exe.outputs(), &bound_out))
+    {
+        return Err(err(
+            Status::UnidentifiedName,
+            format!("'{name}' has no descriptor"),
+        ));
+    }
+    let inputs: Vec<BoundTensor> = bound_in.into_iter().flatten().collect();
+    let outputs: Vec<BoundTensor> = bound_out.into_iter().flatten().collect();
+    let shapes: Vec<Vec<usize>> = inputs.iter().map(|b| b.shape.clone()).collect();
+    match exe.output_shapes(&shapes)? {
+        Some(expected) => {
+            for ((b, spec), want) in outputs.iter().zip(exe.outputs()).zip(expected) {
+                if b.shape != want {
+                    return Err(err(
+                        Status::MismatchingShape,
+                        format!(
+                            "output '{}' has shape {want:?}, the descriptor says {:?}",
+                            spec.name, b.shape
+                        ),
+                    ));
+                }
+            }
+        }
+        None => {
+            for (b, spec) in outputs.iter().zip(exe.outputs()) {
+                if let Some(dims) = &spec.declared.dims {
+                    if dims.len() != b.shape.len() {
+                        return Err(err(
+                            Status::MismatchingShape,
+                            format!(
+                                "output '{}' has rank {}, the descriptor {}",
+                                spec.name,
+                                dims.len(),
+                                b.shape.len()
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    Ok(Binding { inputs, outputs })
+}
+
+/// Binds the graph's inputs and outputs to the caller's buffers. A failure drops the previous
+/// binding.
+#[no_mangle]
+pub unsafe extern "C" fn onnxSetGraphIO(
+    graph_: onnxGraph,
+    inputsCount: u32,
+    inputDescriptors: *const onnxTensorDescriptorV1,
+    outputsCount: u32,
+    outputDescriptors: *const onnxTensorDescriptorV1,
+) -> onnxStatus {
+    guard(|| {
+        let g = graph(graph_)?;
+        g.set_binding(None);
+        // SAFETY: the caller gives the stated number of descriptors.
+        let binding = unsafe {
+            read_binding(
+                &g,
+                inputsCount,
+                inputDescriptors,
+                outputsCount,
+                outputDescriptors,
+            )
+        }?;
+        g.set_binding(Some(binding));
+        Ok(Status::Success)
+    })
+}
+
+/// # Safety
+/// The descriptor arrays hold the stated counts.
+unsafe fn read_binding(
+    g: &Graph,
+    inputsCount: u32,
+    inputDescriptors: *const onnxTensorDescriptorV1,
+    outputsCount: u32,
+    outputDescriptors: *const onnxTensorDescriptorV1,
+) -> Result<Binding> {
+    if outputDescriptors.is_null() {
+        return Err(err(Status::InvalidPointer, "outputDescriptors is NULL"));
+    }
+    if inputDescriptors.is_null() && inputsCount > 0 {
+        return Err(err(
+            Status::InvalidPointer,
+            "inputDescriptors is NULL but inputsCount > 0",
+        ));
+    }
+    if outputsCount == 0 {
+        return Err(err(Status::InvalidSize, "outputsCount is 0"));
+    }
+    let inputs = if inputsCount == 0 {
+        Vec::new()
+    } else {
+        // SAFETY: as stated for this function.
+        unsafe { read_descriptors(inputDescriptors, inputsCount) }?
+    };
+    // SAFETY: as stated for this function.
+    let outputs = unsafe { read_descriptors(outputDescriptors, outputsCount) }?;
+    bind(g, inputs, outputs)
+}
+
+/// What `onnxRunGraph` checked about a fence.
+fn check_fence_header(f: &onnxMemoryFenceV1, which: &str) -> Result<()> {
+    match f.r#type {
+        ONNXIFI_SYNCHRONIZATION_EVENT => Ok(()),
+        ONNXIFI_SYNCHRONIZATION_IMPLICIT => Err(err(
+            Status::UnsupportedFenceType,
+            format!("{which}: implicit synchronization does not apply to a CPU backend"),
+        )),
+        t => Err(err(
+            Status::InvalidFenceType,
+            format!("{which}: fence type {t} is not defined"),
+        )),
+    }
+}
+
+/// Reads a fence after checking its tag.
+///
+/// # Safety
+/// `f` points to a readable fence (its tag is read first).
+unsafe fn read_fence(f: *const onnxMemoryFenceV1, which: &str) -> Result<onnxMemoryFenceV1> {
+    if f.is_null() {
+        return Err(err(Status::InvalidPointer, format!("{which} is NULL")));
+    }
+    // SAFETY: the tag, the first field, is read alone first, as the header requires.
+    let tag = unsafe { std::ptr::addr_of!((*f).tag).read_unaligned() };
+    if tag != ONNXIFI_TAG_MEMORY_FENCE_V1 {
+        return Err(err(
+            Status::UnsupportedTag,
+            format!("{which} has tag {tag:#x}, not ONNXIFI_TAG_MEMORY_FENCE_V1"),
+        ));
+    }
+    // SAFETY: a V1 fence is readable whole.
+    let fence = unsafe { f.read_unaligned() };
+    check_fence_header(&fence, which)?;
+    Ok(fence)
+}
+
+/// Queues a run of `g` with `binding`, started when `input` is signalled; signals `output`.
+fn queue_run(
+    g: &Arc<Graph>,
+    binding: Arc<Binding>,
+    input: Arc<Event>,
+    output: Arc<Event>,
+) -> Result<()> {
+    let graph = g.clone();
+    let job = Box::new(move || {
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            execute(&graph, &binding, &input)
+        }))
+        .unwrap_or_else(|_| {
+            Err(err(
+                Status::InternalError,
+                "a panic was caught while running the graph",
+            ))
+        });
+        let outcome = match result {
+            Ok(()) => Outcome {
+                status: Status::Success,
+                message: String::new(),
+            },
+            Err(e) => Outcome {
+                status: e.status,
+                message: e.message,
+            },
+        };
+        // Only this job signals the fresh output event (unless the caller did so against the
+        // header's advice; then the caller's signal stands).
+        let _ = output.signal(outcome);
+    });
+    g.queue.submit(job).map_err(|_| {
+        err(
+            Status::NoSystemResources,
+            "cannot start the thread that runs the graph",
+        )
+    })
+}
+
+/// The body of a queued run: wait for the input fence, read inputs, compute, write outputs.
+fn execute(g: &Graph, binding: &Binding, input: &Event) -> Result<()> {
+    let fence = input.wait().ok_or_else(|| {
+        err(
+            Status::InvalidEvent,
+            "the input event was released before it was signalled",
+        )
+    })?;
+    if fence.status != Status::Success {
+        return Err(Error::new(
+            fence.status,
+            format!("the input fence carries a failure: {}", fence.message),
+        ));
+    }
+    let mut inputs: Vec<Tensor> = Vec::with_capacity(binding.inputs.len());
+    for b in &binding.inputs {
+        // SAFETY: the caller keeps bound buffers alive and ready once the input fence fires.
+        inputs.push(unsafe { read_tensor(b) }?);
+    }
+    let exe = g.exe.clone();
+    let outputs = g.backend.pool.install(move || exe.run(inputs))?;
+    for ((t, b), spec) in outputs.iter().zip(&binding.outputs).zip(g.exe.outputs()) {
+        // SAFETY: bound output buffers are the caller's, reserved for this run.
+        unsafe { write_tensor(&spec.name, t, b) }?;
+    }
+    Ok(())
+}
+
+/// Starts an asynchronous run: validates, creates the output event, queues the run and returns
+/// at once. The run waits for the input fence on its own thread.
+#[no_mangle]
+pub unsafe extern "C" fn onnxRunGraph(
+    graph_: onnxGraph,
+    inputFence: *const onnxMemoryFenceV1,
+    outputFence: *mut onnxMemoryFenceV1,
+) -> onnxStatus {
+    guard(|| {
+        // SAFETY: NULL or a readable fence.
+        let input_fence = unsafe { read_fence(inputFence, "inputFence") }?;
+        // SAFETY: NULL or a readable fence (the caller sets its tag and type).
+        unsafe { read_fence(outputFence, "outputFence") }?;
+        let g = graph(graph_)?;
+        let input = event(input_fence.event).map_err(|e| e.context("inputFence"))?;
+        let binding = g.binding().ok_or_else(|| {
+            err(
+                Status::UnidentifiedName,
+                "no successful onnxSetGraphIO precedes this run",
+            )
+        })?;
+        let output = Arc::new(Event::new());
+        queue_run(&g, binding, input, output.clone())?;
+        let handle = EVENTS.insert(output);
+        // SAFETY: checked non-NULL and tagged; only the event member is written.
+        unsafe { std::ptr::addr_of_mut!((*outputFence).event).write_unaligned(handle) };
+        Ok(Status::Success)
+    })
+}
+
+/// Destroys a graph, waiting for its in-flight runs.
+#[no_mangle]
+pub unsafe extern "C" fn onnxReleaseGraph(graph: onnxGraph) -> onnxStatus {
+    guard(|| {
+        let g = GRAPHS
+            .remove(graph)
+            .ok_or_else(|| err(Status::InvalidGraph, "not a live graph"))?;
+        g.queue.drain();
+        Ok(Status::Success)
+    })
+}
+
+/// Extension: binds I/O and runs at once, with an input fence that is already signalled.
+#[no_mangle]
+pub unsafe extern "C" fn onnxSetIOAndRunGraph(
+    graph_: onnxGraph,
+    inputsCount: u32,
+    inputDescriptors: *const onnxTensorDescriptorV1,
+    outputsCount: u32,
+    outputDescriptors: *const onnxTensorDescriptorV1,
+    outputFence: *mut onnxMemoryFenceV1,
+) -> onnxStatus {
+    guard(|| {
+        let g = graph(graph_)?;
+        // SAFETY: NULL or a readable fence.
+        unsafe { read_fence(outputFence, "outputFence") }?;
+        g.set_binding(None);
+        // SAFETY: the caller gives the stated number of descriptors.
+        let binding = Arc::new(unsafe {
+            read_binding(
+                &g,
+                inputsCount,
+                inputDescriptors,
+                outputsCount,
+                outputDescriptors,
+            )
+        }?);
+        *g.binding.lock().unwrap_or_else(|p| p.into_inner()) = Some(binding.clone());
+        let ready = Arc::new(Event::new());
+        ready.signal_success()?;
+        let output = Arc::new(Event::new());
+        queue_run(&g, binding, ready, output.clone())?;
+        let handle = EVENTS.insert(output);
+        // SAFETY: checked non-NULL and tagged; only the event member is written.
+        unsafe { std::ptr::addr_of_mut!((*outputFence).event).write_unaligned(handle) };
+        Ok(Status::Success)
+    })
+}
+
+/// Extension (foxi): waits at most `timeoutMs` (0: forever); reports the state, the status the
+/// event carries, and its message.
+#[no_mangle]
+pub unsafe extern "C" fn onnxWaitEventFor(
+    event_: onnxEvent,
+    timeoutMs: u32,
+    eventState: *mut onnxEventState,
+    eventStatus: *mut onnxStatus,
+    message: *mut c_char,
+    messageLength: *mut usize,
+) -> onnxStatus {
+    guard(|| {
+        if eventState.is_null() || eventStatus.is_null() {
+            return Err(err(
+                Status::InvalidPointer,
+                "eventState and eventStatus must not be NULL",
+            ));
+        }
+        if !message.is_null() && messageLength.is_null() {
+            return Err(err(Status::InvalidPointer, "message without messageLength"));
+        }
+        let e = event(event_)?;
+        let outcome = if timeoutMs == 0 {
+            e.wait()
+        } else {
+            e.wait_for(Duration::from_millis(timeoutMs.into()))
+        };
+        let (state, status, text) = match outcome {
+            Some(o) => (ONNXIFI_EVENT_STATE_SIGNALLED, o.status.code(), o.message),
+            None => (
+                ONNXIFI_EVENT_STATE_NONSIGNALLED,
+                ONNXIFI_STATUS_SUCCESS,
+                String::new(),
+            ),
+        };
+        // SAFETY: checked non-NULL.
+        unsafe {
+            eventState.write(state);
+            eventStatus.write(status);
+        }
+        if !message.is_null() {
+            // SAFETY: checked non-NULL; `*messageLength` is the capacity of `message`.
+            let capacity = unsafe { messageLength.read() };
+            if capacity > 0 {
+                let n = text.len().min(capacity - 1);
+                // SAFETY: n + 1 ≤ capacity bytes are written.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(text.as_ptr(), message as *mut u8, n);
+                    message.add(n).write(0);
+                    messageLength.write(n + 1);
+                }
+            }
+        }
+        Ok(Status::Success)
+    })
+}
+
+/// Extension: copies the message of this thread's last failed call (NUL-terminated) with the
+/// byte-size protocol of `onnxGetBackendInfo`.
+#[no_mangle]
+pub unsafe extern "C" fn onnxGetLastErrorMessage(
+    message: *mut c_char,
+    messageLength: *mut usize,
+) -> onnxStatus {
+    let text = super::last_error();
+    if messageLength.is_null() {
+        return ONNXIFI_STATUS_INVALID_POINTER;
+    }
+    let needed = text.len() + 1;
+    // SAFETY: checked non-NULL.
+    let capacity = unsafe { messageLength.read() };
+    // SAFETY: checked non-NULL.
+    unsafe { messageLength.write(needed) };
+    if message.is_null() || capacity < needed {
+        return ONNXIFI_STATUS_FALLBACK;
+    }
+    // SAFETY: the buffer holds `capacity` ≥ needed bytes.
+    unsafe {
+        std::ptr::copy_nonoverlapping(text.as_ptr(), message as *mut u8, text.len());
+        message.add(text.len()).write(0);
+    }
+    ONNXIFI_STATUS_SUCCESS
+}
+
+/// Looks up an extension function by name (with or without the `Function` suffix).
+#[no_mangle]
+pub unsafe extern "C" fn onnxGetExtensionFunctionAddress(
+    backendID: onnxBackendID,
+    name: *const c_char,
+    function: *mut onnxExtensionFunctionPointer,
+) -> onnxStatus {
+    guard(|| {
+        if function.is_null() {
+            return Err(err(Status::InvalidPointer, "function is NULL"));
+        }
+        // SAFETY: checked non-NULL; cleared first so failure leaves NULL.
+        unsafe { function.write(None) };
+        backend_id(backendID)?;
+        if name.is_null() {
+            return Err(err(Status::InvalidPointer, "name is NULL"));
+        }
+        // SAFETY: a NUL-terminated name.
+        let name = unsafe { CStr::from_ptr(name) }
+            .to_string_lossy()
+            .into_owned();
+        let base = name.strip_suffix("Function").unwrap_or(&name);
+        // SAFETY (all three transmutes): casting one `extern "C"` function pointer type to
+        // another is how ONNXIFI hands out extensions; the caller casts back to the true type.
+        let f: onnxExtensionFunctionPointer = match base {
+            "onnxSetIOAndRunGraph" => Some(unsafe {
+                std::mem::transmute::<*const (), unsafe extern "C" fn() -> onnxStatus>(
+                    onnxSetIOAndRunGraph as *const (),
+                )
+            }),
+            "onnxWaitEventFor" => Some(unsafe {
+                std::mem::transmute::<*const (), unsafe extern "C" fn() -> onnxStatus>(
+                    onnxWaitEventFor as *const (),
+                )
+            }),
+            "onnxGetLastErrorMessage" => Some(unsafe {
+                std::mem::transmute::<*const (), unsafe extern "C" fn() -> onnxStatus>(
+                    onnxGetLastErrorMessage as *const (),
+                )
+            }),
+            _ => {
+                return Err(err(
+                    Status::UnidentifiedName,
+                    format!("no extension function '{name}'"),
+                ))
+            }
+        };
+        // SAFETY: checked non-NULL.
+        unsafe { function.write(f) };
+        Ok(Status::Success)
+    })
+}

@@ -1,0 +1,187 @@
+//! Reading the caller's tensor descriptors, and copying tensors between the caller's buffers
+//! and the engine.
+
+use super::types::*;
+use crate::error::{Error, Result, Status};
+use crate::graph::BoundTensor;
+use crate::ir::{DataType, Tensor, TensorData};
+use std::ffi::CStr;
+
+/// Longest accepted rank of a described tensor.
+const MAX_RANK: u32 = 64;
+
+/// A descriptor copied out of the caller's memory and checked field by field.
+#[derive(Clone, Debug)]
+pub struct Described {
+    /// The tensor's name.
+    pub name: String,
+    /// The tensor's type, shape and buffer.
+    pub tensor: BoundTensor,
+}
+
+/// Copies and validates an array of descriptors.
+///
+/// # Safety
+/// `ptr` must point to `count` readable descriptors whose `name` and `shape` pointers, once
+/// the tag is checked, are valid as the ONNXIFI contract requires (NUL-terminated name; `shape`
+/// holding `dimensions` entries).
+pub unsafe fn read_descriptors(
+    ptr: *const onnxTensorDescriptorV1,
+    count: u32,
+) -> Result<Vec<Described>> {
+    let mut out = Vec::with_capacity(count as usize);
+    for i in 0..count as usize {
+        // SAFETY: the caller gives `count` descriptors at `ptr`; the tag is the first field and
+        // is read alone before anything else, as the header requires.
+        let tag = unsafe { std::ptr::addr_of!((*ptr.add(i)).tag).read_unaligned() };
+        if tag != ONNXIFI_TAG_TENSOR_DESCRIPTOR_V1 {
+            return Err(Error::new(
+                Status::UnsupportedTag,
+                format!("descriptor {i} has tag {tag:#x}, not ONNXIFI_TAG_TENSOR_DESCRIPTOR_V1"),
+            ));
+        }
+        // SAFETY: the tag says this is a V1 descriptor, so the whole struct is readable.
+        let d = unsafe { ptr.add(i).read_unaligned() };
+        out.push(unsafe { read_one(i, &d) }?);
+    }
+    Ok(out)
+}
+
+/// # Safety
+/// As for [`read_descriptors`], for one descriptor.
+unsafe fn read_one(i: usize, d: &onnxTensorDescriptorV1) -> Result<Described> {
+    if d.name.is_null() {
+        return Err(Error::new(
+            Status::InvalidPointer,
+            format!("descriptor {i} has a NULL name"),
+        ));
+    }
+    // SAFETY: the contract requires a NUL-terminated name that stays valid during the call.
+    let name = unsafe { CStr::from_ptr(d.name) }
+        .to_string_lossy()
+        .into_owned();
+    let dtype =
+        match DataType::from_code(d.dataType as i64).filter(|_| d.dataType <= i32::MAX as u64) {
+            Some(t) if d.dataType != 0 => t,
+            _ => {
+                return Err(Error::new(
+                    Status::InvalidDatatype,
+                    format!("'{name}': data type {} is not defined", d.dataType),
+                ))
+            }
+        };
+    match d.memoryType {
+        ONNXIFI_MEMORY_TYPE_CPU => {}
+        ONNXIFI_MEMORY_TYPE_CUDA_BUFFER
+        | ONNXIFI_MEMORY_TYPE_OPENCL_BUFFER
+        | ONNXIFI_MEMORY_TYPE_OPENGLES_TEXTURE_2D
+        | ONNXIFI_MEMORY_TYPE_D3D_RESOURCE => {
+            return Err(Error::new(
+                Status::UnsupportedMemoryType,
+                format!("'{name}': only CPU memory is supported"),
+            ))
+        }
+        m => {
+            return Err(Error::new(
+                Status::InvalidMemoryType,
+                format!("'{name}': memory type {m} is not defined"),
+            ))
+        }
+    }
+    if d.dimensions > MAX_RANK {
+        return Err(Error::new(
+            Status::UnsupportedShape,
+            format!("'{name}': rank {} is too large", d.dimensions),
+        ));
+    }
+    let mut shape = Vec::with_capacity(d.dimensions as usize);
+    if d.dimensions > 0 {
+        if d.shape.is_null() {
+            return Err(Error::new(
+                Status::InvalidPointer,
+                format!("'{name}': NULL shape with {} dimensions", d.dimensions),
+            ));
+        }
+        // SAFETY: the contract gives `dimensions` readable entries at `shape`.
+        let dims = unsafe { std::slice::from_raw_parts(d.shape, d.dimensions as usize) };
+        for &dim in dims {
+            if dim == 0 {
+                return Err(Error::new(
+                    Status::InvalidShape,
+                    format!("'{name}': shape {dims:?} has a zero dimension"),
+                ));
+            }
+            shape.push(
+                usize::try_from(dim)
+                    .map_err(|_| Error::new(Status::UnsupportedShape, "dimension too large"))?,
+            );
+        }
+    }
+    if d.buffer == 0 {
+        return Err(Error::new(
+            Status::InvalidMemoryLocation,
+            format!("'{name}': NULL buffer"),
+        ));
+    }
+    let elem = dtype.size().unwrap_or(1);
+    let total = shape
+        .iter()
+        .try_fold(elem, |acc, &d| acc.checked_mul(d))
+        .filter(|&n| n <= isize::MAX as usize)
+        .ok_or_else(|| {
+            Error::new(
+                Status::UnsupportedShape,
+                format!("'{name}': tensor too large"),
+            )
+        })?;
+    let _ = total;
+    Ok(Described {
+        name,
+        tensor: BoundTensor {
+            dtype,
+            shape,
+            addr: d.buffer,
+        },
+    })
+}
+
+/// Copies a bound input out of the caller's buffer.
+///
+/// # Safety
+/// `b.addr` must point to `b.byte_len()` readable bytes (the caller keeps bound buffers alive
+/// and ready once the input fence is signalled).
+pub unsafe fn read_tensor(b: &BoundTensor) -> Result<Tensor> {
+    // SAFETY: as stated for this function.
+    let bytes = unsafe { std::slice::from_raw_parts(b.addr as usize as *const u8, b.byte_len()) };
+    Tensor::new(b.shape.clone(), TensorData::from_le_bytes(b.dtype, bytes)?)
+}
+
+/// Copies an output into the caller's buffer, checking type and shape.
+///
+/// # Safety
+/// `b.addr` must point to `b.byte_len()` writable bytes not used by anyone else during the run.
+pub unsafe fn write_tensor(name: &str, t: &Tensor, b: &BoundTensor) -> Result<()> {
+    if t.dtype() != b.dtype {
+        return Err(Error::new(
+            Status::MismatchingDatatype,
+            format!(
+                "output '{name}' is {}, its buffer is {}",
+                t.dtype().name(),
+                b.dtype.name()
+            ),
+        ));
+    }
+    if t.shape != b.shape {
+        return Err(Error::new(
+            Status::MismatchingShape,
+            format!(
+                "output '{name}' has shape {:?}, its buffer {:?}",
+                t.shape, b.shape
+            ),
+        ));
+    }
+    // SAFETY: as stated for this function; the length matches the checked shape and type.
+    let bytes = unsafe { std::slice::from_raw_parts_mut(b.addr as usize as *mut u8, b.byte_len()) };
+    t.data.write_le_bytes(bytes);
+    Ok(())
+}

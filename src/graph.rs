@@ -1,0 +1,84 @@
+//! The object behind an `onnxGraph`: the compiled model, the backend it runs on, the current
+//! I/O binding and the run queue.
+#![forbid(unsafe_code)]
+
+use crate::backend::Backend;
+use crate::error::Result;
+use crate::exec::Executable;
+use crate::ir::{self, DataType};
+use crate::model;
+use crate::sync::worker::RunQueue;
+use std::sync::{Arc, Mutex};
+
+/// A tensor bound by `onnxSetGraphIO`: its type, shape and the caller's buffer address.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BoundTensor {
+    /// Element type.
+    pub dtype: DataType,
+    /// Concrete shape.
+    pub shape: Vec<usize>,
+    /// Address of the caller's buffer (CPU memory).
+    pub addr: u64,
+}
+
+impl BoundTensor {
+    /// Size of the buffer in bytes.
+    pub fn byte_len(&self) -> usize {
+        self.shape.iter().product::<usize>() * self.dtype.size().unwrap_or(0)
+    }
+}
+
+/// The buffers of one successful `onnxSetGraphIO`, in the executable's input/output order.
+#[derive(Clone, Debug, Default)]
+pub struct Binding {
+    /// One per graph input.
+    pub inputs: Vec<BoundTensor>,
+    /// One per graph output.
+    pub outputs: Vec<BoundTensor>,
+}
+
+/// A compiled graph on a backend.
+pub struct Graph {
+    /// The backend whose pool runs it.
+    pub backend: Arc<Backend>,
+    /// The compiled model.
+    pub exe: Arc<Executable>,
+    /// The binding of the last successful `onnxSetGraphIO`, if the last call succeeded.
+    pub binding: Mutex<Option<Arc<Binding>>>,
+    /// Serialises this graph's runs.
+    pub queue: RunQueue,
+}
+
+impl Graph {
+    /// Compiles a serialized model with optional weights.
+    pub fn compile(backend: Arc<Backend>, bytes: &[u8], weights: Vec<ir::Weight>) -> Result<Graph> {
+        let exe = compile_executable(bytes, weights)?;
+        Ok(Graph {
+            backend,
+            exe: Arc::new(exe),
+            binding: Mutex::new(None),
+            queue: RunQueue::new("onnxifi-rust-run"),
+        })
+    }
+
+    /// The current binding.
+    pub fn binding(&self) -> Option<Arc<Binding>> {
+        self.binding
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Replaces (or, with `None`, drops) the binding.
+    pub fn set_binding(&self, b: Option<Binding>) {
+        *self.binding.lock().unwrap_or_else(|p| p.into_inner()) = b.map(Arc::new);
+    }
+}
+
+/// Decodes, imports and checks a model: the path shared by `onnxInitGraph` and
+/// `onnxGetBackendCompatibility`.
+pub fn compile_executable(bytes: &[u8], weights: Vec<ir::Weight>) -> Result<Executable> {
+    let proto = model::decode(bytes)?;
+    let graph = ir::import(&proto, weights)?;
+    Executable::new(graph)
+}

@@ -1,0 +1,384 @@
+//! Import of a decoded `ModelProto` (and weights passed beside it) into a [`Graph`].
+
+use super::{Attr, Dim, Graph, Node, Tensor, TensorType, Value, ValueId};
+use crate::error::{Error, Result, Status};
+use crate::ir::DataType;
+use crate::model::onnx::{self, attribute_proto::AttributeType, type_proto, ModelProto};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// Oldest IR version accepted (opset imports appeared in IR 3).
+pub const MIN_IR_VERSION: i64 = 3;
+/// Newest IR version accepted.
+pub const MAX_IR_VERSION: i64 = 14;
+/// Newest default-domain opset accepted.
+pub const MAX_OPSET: i64 = 28;
+/// Oldest default-domain opset accepted.
+pub const MIN_OPSET: i64 = 1;
+
+/// A weight passed through `onnxInitGraph`'s descriptors, already copied.
+#[derive(Clone, Debug)]
+pub struct Weight {
+    /// The graph input it gives a value to.
+    pub name: String,
+    /// Its data.
+    pub tensor: Tensor,
+}
+
+fn invalid(msg: impl Into<String>) -> Error {
+    Error::new(Status::InvalidModel, msg)
+}
+
+/// Imports a model; weights, if any, replace the initializer list.
+pub fn import(model: &ModelProto, weights: Vec<Weight>) -> Result<Graph> {
+    let ir_version = model.ir_version.unwrap_or(0);
+    if ir_version < 1 {
+        return Err(invalid("the model has no ir_version"));
+    }
+    if !(MIN_IR_VERSION..=MAX_IR_VERSION).contains(&ir_version) {
+        return Err(Error::new(
+            Status::UnsupportedVersion,
+            format!("IR version {ir_version} is not supported (supported: {MIN_IR_VERSION}..={MAX_IR_VERSION})"),
+        ));
+    }
+    let opset = default_opset(model)?;
+    let g = model
+        .graph
+        .as_ref()
+        .ok_or_else(|| invalid("the model has no graph"))?;
+    if !weights.is_empty() && (!g.initializer.is_empty() || !g.sparse_initializer.is_empty()) {
+        return Err(invalid(
+            "weights were passed both as initializers and as weight descriptors",
+        ));
+    }
+    if !g.sparse_initializer.is_empty() {
+        return Err(Error::new(
+            Status::UnsupportedDatatype,
+            "sparse initializers are not supported",
+        ));
+    }
+
+    let mut values: Vec<Value> = Vec::new();
+    let mut by_name: HashMap<String, ValueId> = HashMap::new();
+    let mut declared: HashMap<&str, &onnx::ValueInfoProto> = HashMap::new();
+    for vi in g.input.iter().chain(&g.output).chain(&g.value_info) {
+        declared
+            .entry(vi.name.as_deref().unwrap_or(""))
+            .or_insert(vi);
+    }
+
+    let mut constants: HashMap<String, Tensor> = HashMap::new();
+    for init in &g.initializer {
+        let name = init.name.clone().unwrap_or_default();
+        if name.is_empty() {
+            return Err(invalid("an initializer has no name"));
+        }
+        let t = Tensor::from_proto(init)?;
+        if constants.insert(name.clone(), t).is_some() {
+            return Err(invalid(format!("initializer '{name}' is defined twice")));
+        }
+    }
+    let graph_input_names: Vec<&str> = g
+        .input
+        .iter()
+        .map(|v| v.name.as_deref().unwrap_or(""))
+        .collect();
+    for w in weights {
+        if !graph_input_names.contains(&w.name.as_str()) {
+            return Err(invalid(format!(
+                "weight descriptor '{}' names no graph input",
+                w.name
+            )));
+        }
+        if constants.insert(w.name.clone(), w.tensor).is_some() {
+            return Err(invalid(format!("weight '{}' is given twice", w.name)));
+        }
+    }
+
+    let mut inputs = Vec::new();
+    let define = |name: &str,
+                  values: &mut Vec<Value>,
+                  by_name: &mut HashMap<String, ValueId>|
+     -> Result<ValueId> {
+        if name.is_empty() {
+            return Err(invalid("a value has an empty name"));
+        }
+        if by_name.contains_key(name) {
+            return Err(invalid(format!("value '{name}' is defined more than once")));
+        }
+        let decl = match declared.get(name) {
+            Some(vi) => tensor_type_of(vi)?,
+            None => None,
+        };
+        values.push(Value {
+            name: name.to_string(),
+            declared: decl,
+            constant: None,
+        });
+        by_name.insert(name.to_string(), values.len() - 1);
+        Ok(values.len() - 1)
+    };
+
+    for vi in &g.input {
+        let name = vi.name.as_deref().unwrap_or("");
+        let id = define(name, &mut values, &mut by_name)?;
+        if let Some(t) = constants.remove(name) {
+            check_weight_against_declared(name, &t, values[id].declared.as_ref())?;
+            values[id].constant = Some(Arc::new(t));
+        } else {
+            if values[id].declared.is_none() {
+                return Err(invalid(format!("graph input '{name}' has no tensor type")));
+            }
+            inputs.push(id);
+        }
+    }
+    let mut rest: Vec<(String, Tensor)> = constants.into_iter().collect();
+    rest.sort_by(|a, b| a.0.cmp(&b.0));
+    for (name, t) in rest {
+        let id = define(&name, &mut values, &mut by_name)?;
+        values[id].constant = Some(Arc::new(t));
+    }
+
+    let mut nodes = Vec::with_capacity(g.node.len());
+    for (index, n) in g.node.iter().enumerate() {
+        let name = match n.name.as_deref() {
+            Some(s) if !s.is_empty() => s.to_string(),
+            _ => format!("#{index}"),
+        };
+        let op_type = n.op_type.clone().unwrap_or_default();
+        if op_type.is_empty() {
+            return Err(invalid(format!("node '{name}' has no op_type")));
+        }
+        let mut node_inputs = Vec::with_capacity(n.input.len());
+        for input in &n.input {
+            if input.is_empty() {
+                node_inputs.push(None);
+                continue;
+            }
+            match by_name.get(input.as_str()) {
+                Some(&id) => node_inputs.push(Some(id)),
+                None => {
+                    return Err(invalid(format!(
+                        "node '{name}' ({op_type}) uses '{input}', which no graph input, initializer or earlier node defines"
+                    )))
+                }
+            }
+        }
+        let mut node_outputs = Vec::with_capacity(n.output.len());
+        for output in &n.output {
+            if output.is_empty() {
+                node_outputs.push(None);
+                continue;
+            }
+            let id = define(output, &mut values, &mut by_name)
+                .map_err(|e| e.context(format!("node '{name}' ({op_type})")))?;
+            node_outputs.push(Some(id));
+        }
+        let mut attrs = std::collections::BTreeMap::new();
+        for a in &n.attribute {
+            let (aname, value) = convert_attribute(a)
+                .map_err(|e| e.context(format!("node '{name}' ({op_type})")))?;
+            if attrs.insert(aname.clone(), value).is_some() {
+                return Err(invalid(format!(
+                    "node '{name}' ({op_type}) has attribute '{aname}' twice"
+                )));
+            }
+        }
+        nodes.push(Node {
+            name,
+            op_type,
+            domain: n.domain.clone().unwrap_or_default(),
+            inputs: node_inputs,
+            outputs: node_outputs,
+            attrs,
+        });
+    }
+
+    let mut outputs = Vec::with_capacity(g.output.len());
+    for vi in &g.output {
+        let name = vi.name.as_deref().unwrap_or("");
+        let id = *by_name
+            .get(name)
+            .ok_or_else(|| invalid(format!("graph output '{name}' is never computed")))?;
+        if values[id].declared.is_none() {
+            values[id].declared = tensor_type_of(vi)?;
+        }
+        outputs.push(id);
+    }
+    if outputs.is_empty() {
+        return Err(invalid("the graph has no outputs"));
+    }
+
+    Ok(Graph {
+        values,
+        nodes,
+        inputs,
+        outputs,
+        opset,
+        ir_version,
+    })
+}
+
+/// The version of the default ONNX domain the model imports.
+fn default_opset(model: &ModelProto) -> Result<i64> {
+    let mut found = None;
+    for o in &model.opset_import {
+        let domain = o.domain.as_deref().unwrap_or("");
+        if domain.is_empty() || domain == "ai.onnx" {
+            if found.is_some() {
+                return Err(invalid("the default ONNX domain is imported twice"));
+            }
+            found = Some(o.version.unwrap_or(0));
+        }
+    }
+    let v = match found {
+        Some(v) => v,
+        // A graph using only other domains needs no default opset; a node of the default
+        // domain will be refused later by the compatibility check.
+        None if model.opset_import.is_empty() => {
+            return Err(invalid("the model imports no operator set"))
+        }
+        None => 0,
+    };
+    if v != 0 && !(MIN_OPSET..=MAX_OPSET).contains(&v) {
+        return Err(Error::new(
+            Status::UnsupportedVersion,
+            format!("opset {v} of the default domain is not supported (supported: {MIN_OPSET}..={MAX_OPSET})"),
+        ));
+    }
+    Ok(v)
+}
+
+/// The declared tensor type of a value info; `None` when it declares no type at all.
+fn tensor_type_of(vi: &onnx::ValueInfoProto) -> Result<Option<TensorType>> {
+    let name = vi.name.as_deref().unwrap_or("");
+    let Some(tp) = &vi.r#type else {
+        return Ok(None);
+    };
+    let tt = match &tp.value {
+        Some(type_proto::Value::TensorType(t)) => t,
+        None => return Ok(None),
+        Some(_) => {
+            return Err(Error::new(
+                Status::UnsupportedDatatype,
+                format!("value '{name}' is not a tensor (sequences, maps, optionals and sparse tensors are not supported)"),
+            ))
+        }
+    };
+    let code = tt.elem_type.unwrap_or(0) as i64;
+    let dtype = DataType::from_code(code)
+        .ok_or_else(|| invalid(format!("value '{name}' has unknown element type {code}")))?;
+    let dims = tt.shape.as_ref().map(|s| {
+        s.dim
+            .iter()
+            .map(|d| match &d.value {
+                Some(onnx::tensor_shape_proto::dimension::Value::DimValue(v)) if *v >= 0 => {
+                    Dim::Fixed(*v as usize)
+                }
+                Some(onnx::tensor_shape_proto::dimension::Value::DimParam(p)) if !p.is_empty() => {
+                    Dim::Symbol(p.clone())
+                }
+                _ => Dim::Unknown,
+            })
+            .collect()
+    });
+    Ok(Some(TensorType { dtype, dims }))
+}
+
+fn check_weight_against_declared(name: &str, t: &Tensor, decl: Option<&TensorType>) -> Result<()> {
+    let Some(decl) = decl else { return Ok(()) };
+    if decl.dtype != t.dtype() {
+        return Err(Error::new(
+            Status::MismatchingDatatype,
+            format!(
+                "weight '{name}' is {} but the graph declares {}",
+                t.dtype().name(),
+                decl.dtype.name()
+            ),
+        ));
+    }
+    if let Some(dims) = &decl.dims {
+        let ok = dims.len() == t.shape.len()
+            && dims.iter().zip(&t.shape).all(|(d, &s)| match d {
+                Dim::Fixed(n) => *n == s,
+                _ => true,
+            });
+        if !ok {
+            return Err(Error::new(
+                Status::MismatchingShape,
+                format!(
+                    "weight '{name}' has shape {:?}, which contradicts the graph's declaration",
+                    t.shape
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Converts one attribute; its kind comes from `type` or, for old models, from the set field.
+fn convert_attribute(a: &onnx::AttributeProto) -> Result<(String, Attr)> {
+    let name = a.name.clone().unwrap_or_default();
+    if name.is_empty() {
+        return Err(invalid("an attribute has no name"));
+    }
+    if a.ref_attr_name.is_some() {
+        return Err(invalid(format!(
+            "attribute '{name}' refers to a function attribute outside a function"
+        )));
+    }
+    let kind = match a.r#type {
+        Some(t) => AttributeType::try_from(t)
+            .map_err(|_| invalid(format!("attribute '{name}' has unknown type {t}")))?,
+        None => infer_kind(a),
+    };
+    let value = match kind {
+        AttributeType::Float => Attr::Float(a.f.unwrap_or(0.0)),
+        AttributeType::Int => Attr::Int(a.i.unwrap_or(0)),
+        AttributeType::String => Attr::String(a.s.clone().unwrap_or_default()),
+        AttributeType::Tensor => match &a.t {
+            Some(t) => Attr::Tensor(Tensor::from_proto(t)?),
+            None => return Err(invalid(format!("tensor attribute '{name}' has no tensor"))),
+        },
+        AttributeType::Floats => Attr::Floats(a.floats.clone()),
+        AttributeType::Ints => Attr::Ints(a.ints.clone()),
+        AttributeType::Strings => Attr::Strings(a.strings.clone()),
+        AttributeType::Graph => Attr::Other("graph"),
+        AttributeType::Graphs => Attr::Other("graphs"),
+        AttributeType::SparseTensor => Attr::Other("sparse_tensor"),
+        AttributeType::SparseTensors => Attr::Other("sparse_tensors"),
+        AttributeType::Tensors => Attr::Other("tensors"),
+        AttributeType::TypeProto => Attr::Other("type_proto"),
+        AttributeType::TypeProtos => Attr::Other("type_protos"),
+        AttributeType::Undefined => {
+            return Err(invalid(format!("attribute '{name}' has no value")))
+        }
+    };
+    Ok((name, value))
+}
+
+fn infer_kind(a: &onnx::AttributeProto) -> AttributeType {
+    if a.f.is_some() {
+        AttributeType::Float
+    } else if a.i.is_some() {
+        AttributeType::Int
+    } else if a.s.is_some() {
+        AttributeType::String
+    } else if a.t.is_some() {
+        AttributeType::Tensor
+    } else if a.g.is_some() {
+        AttributeType::Graph
+    } else if !a.floats.is_empty() {
+        AttributeType::Floats
+    } else if !a.ints.is_empty() {
+        AttributeType::Ints
+    } else if !a.strings.is_empty() {
+        AttributeType::Strings
+    } else if !a.tensors.is_empty() {
+        AttributeType::Tensors
+    } else if !a.graphs.is_empty() {
+        AttributeType::Graphs
+    } else {
+        AttributeType::Undefined
+    }
+}

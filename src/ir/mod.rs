@@ -1,0 +1,137 @@
+//! The internal graph: element types, tensors, typed attributes, nodes and values, imported from
+//! a `ModelProto` (plus weights passed beside it).
+#![forbid(unsafe_code)]
+
+pub mod import;
+mod tensor;
+
+pub use import::{import, Weight};
+pub use tensor::{DataType, Tensor, TensorData};
+
+use std::collections::BTreeMap;
+
+/// Index of a value in [`Graph::values`].
+pub type ValueId = usize;
+
+/// One dimension of a declared shape.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Dim {
+    /// A fixed size.
+    Fixed(usize),
+    /// A named size, bound when the caller gives concrete shapes.
+    Symbol(String),
+    /// A size nobody named.
+    Unknown,
+}
+
+/// A declared tensor type: element type and (maybe partly symbolic) shape, if known.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TensorType {
+    /// Element type.
+    pub dtype: DataType,
+    /// Dimensions, or `None` when the rank is unknown.
+    pub dims: Option<Vec<Dim>>,
+}
+
+impl TensorType {
+    /// The concrete shape, if every dimension is fixed.
+    pub fn fixed_shape(&self) -> Option<Vec<usize>> {
+        self.dims
+            .as_ref()?
+            .iter()
+            .map(|d| match d {
+                Dim::Fixed(n) => Some(*n),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+/// A typed attribute value.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Attr {
+    /// A float.
+    Float(f32),
+    /// An integer.
+    Int(i64),
+    /// A byte string.
+    String(Vec<u8>),
+    /// A tensor.
+    Tensor(Tensor),
+    /// A list of floats.
+    Floats(Vec<f32>),
+    /// A list of integers.
+    Ints(Vec<i64>),
+    /// A list of byte strings.
+    Strings(Vec<Vec<u8>>),
+    /// A kind this backend does not evaluate (graphs, sparse tensors, type protos, tensor lists).
+    Other(&'static str),
+}
+
+impl Attr {
+    /// The ONNX name of this attribute's kind.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Attr::Float(_) => "float",
+            Attr::Int(_) => "int",
+            Attr::String(_) => "string",
+            Attr::Tensor(_) => "tensor",
+            Attr::Floats(_) => "floats",
+            Attr::Ints(_) => "ints",
+            Attr::Strings(_) => "strings",
+            Attr::Other(k) => k,
+        }
+    }
+}
+
+/// A node: an operator applied to values.
+#[derive(Clone, Debug)]
+pub struct Node {
+    /// The node's name (may be empty in the model; import names unnamed nodes by position).
+    pub name: String,
+    /// Operator type.
+    pub op_type: String,
+    /// Operator domain ("" for the default ONNX domain).
+    pub domain: String,
+    /// Input values; `None` for an omitted optional input.
+    pub inputs: Vec<Option<ValueId>>,
+    /// Output values; `None` for an omitted optional output.
+    pub outputs: Vec<Option<ValueId>>,
+    /// Attributes by name.
+    pub attrs: BTreeMap<String, Attr>,
+}
+
+impl Node {
+    /// "Op 'name'" for error messages.
+    pub fn describe(&self) -> String {
+        format!("node '{}' ({})", self.name, self.op_type)
+    }
+}
+
+/// A value of the graph: a graph input, a weight, or a node output.
+#[derive(Clone, Debug)]
+pub struct Value {
+    /// Its name in the model.
+    pub name: String,
+    /// Declared type, if the model gave one.
+    pub declared: Option<TensorType>,
+    /// Its data, for weights and constants known at import.
+    pub constant: Option<std::sync::Arc<Tensor>>,
+}
+
+/// The imported graph.
+#[derive(Clone, Debug)]
+pub struct Graph {
+    /// Every value.
+    pub values: Vec<Value>,
+    /// Nodes in a topological order.
+    pub nodes: Vec<Node>,
+    /// Graph inputs the caller must bind (weights excluded).
+    pub inputs: Vec<ValueId>,
+    /// Graph outputs.
+    pub outputs: Vec<ValueId>,
+    /// The default-domain opset version the model imports.
+    pub opset: i64,
+    /// The model's IR version.
+    pub ir_version: i64,
+}

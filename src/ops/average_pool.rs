@@ -1,0 +1,56 @@
+//! `AveragePool`: the mean over each window, counting padding or not (`count_include_pad`).
+
+use super::max_pool::pool_params;
+use super::util::{f32_of, f32_out};
+use super::{BuildCtx, Built, Kernel, OpDef, FLOAT};
+use crate::error::Result;
+use crate::ir::{DataType, Tensor};
+use crate::kernels::pool::{avg_pool2d, Pool2dParams};
+
+/// The `AveragePool` operator.
+pub static DEF: OpDef = OpDef {
+    op_type: "AveragePool",
+    domain: "",
+    min_opset: 1,
+    attributes: &[
+        "auto_pad",
+        "ceil_mode",
+        "count_include_pad",
+        "dilations",
+        "kernel_shape",
+        "pads",
+        "strides",
+    ],
+    types: FLOAT,
+    build,
+};
+
+struct AvgPoolKernel {
+    params: Pool2dParams,
+    count_include_pad: bool,
+}
+
+impl Kernel for AvgPoolKernel {
+    fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor]) -> Result<()> {
+        avg_pool2d(
+            &self.params,
+            self.count_include_pad,
+            f32_of(inputs, 0)?,
+            f32_out(&mut outputs[0])?,
+        );
+        Ok(())
+    }
+}
+
+fn build(ctx: &BuildCtx) -> Result<Built> {
+    ctx.arity(1, 1, 1, 1)?;
+    let (params, shape) = pool_params(ctx)?;
+    let count_include_pad = ctx.attr_int("count_include_pad", 0)? != 0;
+    Ok(Built {
+        outputs: vec![(DataType::F32, shape)],
+        kernel: Box::new(AvgPoolKernel {
+            params,
+            count_include_pad,
+        }),
+    })
+}

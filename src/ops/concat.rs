@@ -1,0 +1,113 @@
+//! `Concat`: joins tensors of one type along an axis.
+
+use super::{BuildCtx, Built, Kernel, OpDef, ANY};
+use crate::error::{Error, Result, Status};
+use crate::ir::{Tensor, TensorData};
+
+/// The `Concat` operator.
+pub static DEF: OpDef = OpDef {
+    op_type: "Concat",
+    domain: "",
+    min_opset: 1,
+    attributes: &["axis"],
+    types: ANY,
+    build,
+};
+
+struct ConcatKernel {
+    /// Elements each input contributes per outer index.
+    chunks: Vec<usize>,
+}
+
+fn gather<T: Copy>(parts: &[&[T]], chunks: &[usize], out: &mut [T]) {
+    let row: usize = chunks.iter().sum();
+    if row == 0 {
+        return;
+    }
+    for (o, dst) in out.chunks_mut(row).enumerate() {
+        let mut at = 0;
+        for (p, &c) in parts.iter().zip(chunks) {
+            dst[at..at + c].copy_from_slice(&p[o * c..(o + 1) * c]);
+            at += c;
+        }
+    }
+}
+
+macro_rules! concat_variant {
+    ($inputs:expr, $out:expr, $chunks:expr, $($variant:ident),+) => {
+        match $out {
+            $(TensorData::$variant(out) => {
+                let mut parts = Vec::with_capacity($inputs.len());
+                for t in $inputs {
+                    match t.map(|t| &t.data) {
+                        Some(TensorData::$variant(v)) => parts.push(v.as_slice()),
+                        _ => return Err(Error::new(Status::InternalError, "Concat input type changed")),
+                    }
+                }
+                gather(&parts, $chunks, out);
+            })+
+        }
+    };
+}
+
+impl Kernel for ConcatKernel {
+    fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor]) -> Result<()> {
+        concat_variant!(
+            inputs,
+            &mut outputs[0].data,
+            &self.chunks,
+            F32,
+            F64,
+            I8,
+            U8,
+            I32,
+            I64,
+            Bool
+        );
+        Ok(())
+    }
+}
+
+fn build(ctx: &BuildCtx) -> Result<Built> {
+    ctx.arity(1, usize::MAX, 1, 1)?;
+    let first = ctx.input(0)?;
+    let rank = first.shape.len();
+    if ctx.opset >= 4 && !ctx.node.attrs.contains_key("axis") {
+        return Err(ctx.err(Status::InvalidModel, "attribute 'axis' is required"));
+    }
+    let axis = ctx.axis(ctx.attr_int("axis", 1)?, rank)?;
+    let inner: usize = first.shape[axis + 1..].iter().product();
+    let mut out_shape = first.shape.to_vec();
+    out_shape[axis] = 0;
+    let mut chunks = Vec::with_capacity(ctx.inputs.len());
+    for i in 0..ctx.inputs.len() {
+        let x = ctx.input(i)?;
+        if x.dtype != first.dtype {
+            return Err(ctx.err(
+                Status::InvalidModel,
+                format!(
+                    "input {i} is {}, input 0 is {}",
+                    x.dtype.name(),
+                    first.dtype.name()
+                ),
+            ));
+        }
+        let same_rest =
+            x.shape.len() == rank && (0..rank).all(|d| d == axis || x.shape[d] == first.shape[d]);
+        if !same_rest {
+            return Err(ctx.err(
+                Status::InvalidModel,
+                format!(
+                    "input {i} has shape {:?}, incompatible with {:?} on axis {axis}",
+                    x.shape, first.shape
+                ),
+            ));
+        }
+        out_shape[axis] += x.shape[axis];
+        chunks.push(x.shape[axis] * inner);
+    }
+    Ok(Built {
+        outputs: vec![(first.dtype, out_shape)],
+        kernel: Box::new(ConcatKernel { chunks }),
+    })
+}

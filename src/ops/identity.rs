@@ -1,0 +1,24 @@
+//! `Identity`: the output is the input.
+
+use super::util::CopyKernel;
+use super::{BuildCtx, Built, OpDef, ANY};
+use crate::error::Result;
+
+/// The `Identity` operator.
+pub static DEF: OpDef = OpDef {
+    op_type: "Identity",
+    domain: "",
+    min_opset: 1,
+    attributes: &[],
+    types: ANY,
+    build,
+};
+
+fn build(ctx: &BuildCtx) -> Result<Built> {
+    ctx.arity(1, 1, 1, 1)?;
+    let x = ctx.input(0)?;
+    Ok(Built {
+        outputs: vec![(x.dtype, x.shape.to_vec())],
+        kernel: Box::new(CopyKernel),
+    })
+}

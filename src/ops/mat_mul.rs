@@ -1,0 +1,129 @@
+//! `MatMul`: numpy matrix product — 1-D operands promoted, batch dimensions broadcast.
+
+use super::gemm::mat;
+use super::util::{broadcast, f32_of, f32_out};
+use super::{BuildCtx, Built, Kernel, OpDef, FLOAT};
+use crate::error::{Result, Status};
+use crate::ir::{DataType, Tensor};
+use crate::kernels::gemm::sgemm;
+
+/// The `MatMul` operator.
+pub static DEF: OpDef = OpDef {
+    op_type: "MatMul",
+    domain: "",
+    min_opset: 1,
+    attributes: &[],
+    types: FLOAT,
+    build,
+};
+
+struct MatMulKernel {
+    m: usize,
+    n: usize,
+    k: usize,
+    /// For each output batch, the batch index into A and into B.
+    batches: Vec<(usize, usize)>,
+}
+
+impl Kernel for MatMulKernel {
+    fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor]) -> Result<()> {
+        let a = f32_of(inputs, 0)?;
+        let b = f32_of(inputs, 1)?;
+        let y = f32_out(&mut outputs[0])?;
+        let (m, n, k) = (self.m, self.n, self.k);
+        for (i, &(ia, ib)) in self.batches.iter().enumerate() {
+            sgemm(
+                1.0,
+                mat(&a[ia * m * k..(ia + 1) * m * k], m, k, false),
+                mat(&b[ib * k * n..(ib + 1) * k * n], k, n, false),
+                0.0,
+                &mut y[i * m * n..(i + 1) * m * n],
+                n,
+            );
+        }
+        Ok(())
+    }
+}
+
+fn build(ctx: &BuildCtx) -> Result<Built> {
+    ctx.arity(2, 2, 1, 1)?;
+    let a = ctx.float_input(0)?;
+    let b = ctx.float_input(1)?;
+    if a.shape.is_empty() || b.shape.is_empty() {
+        return Err(ctx.err(Status::InvalidModel, "MatMul operands must have rank ≥ 1"));
+    }
+    // Promote 1-D operands to matrices; remember which axes to drop from the result.
+    let a2: Vec<usize> = if a.shape.len() == 1 {
+        vec![1, a.shape[0]]
+    } else {
+        a.shape.to_vec()
+    };
+    let b2: Vec<usize> = if b.shape.len() == 1 {
+        vec![b.shape[0], 1]
+    } else {
+        b.shape.to_vec()
+    };
+    let (m, k) = (a2[a2.len() - 2], a2[a2.len() - 1]);
+    let (k2, n) = (b2[b2.len() - 2], b2[b2.len() - 1]);
+    if k != k2 {
+        return Err(ctx.err(
+            Status::InvalidModel,
+            format!("inner dimensions differ: {:?} × {:?}", a.shape, b.shape),
+        ));
+    }
+    let a_batch = &a2[..a2.len() - 2];
+    let b_batch = &b2[..b2.len() - 2];
+    let batch = broadcast(a_batch, b_batch).ok_or_else(|| {
+        ctx.err(
+            Status::InvalidModel,
+            format!(
+                "batch dimensions of {:?} and {:?} do not broadcast",
+                a.shape, b.shape
+            ),
+        )
+    })?;
+    // Map every output batch index to the A and B batch it reads (broadcast dims read index 0).
+    let index_in = |src: &[usize], out_idx: &[usize]| -> usize {
+        let off = out_idx.len() - src.len();
+        src.iter().enumerate().fold(0, |acc, (i, &d)| {
+            acc * d + if d == 1 { 0 } else { out_idx[off + i] }
+        })
+    };
+    let total: usize = batch.iter().product();
+    let mut batches = Vec::with_capacity(total);
+    let mut idx = vec![0usize; batch.len()];
+    for _ in 0..total {
+        batches.push((index_in(a_batch, &idx), index_in(b_batch, &idx)));
+        for d in (0..batch.len()).rev() {
+            idx[d] += 1;
+            if idx[d] < batch[d] {
+                break;
+            }
+            idx[d] = 0;
+        }
+    }
+    // With B shared by every batch and A contiguous, fold the batches of A into M.
+    let (m_run, batches) = if b_batch.iter().product::<usize>() == 1
+        && batches.iter().enumerate().all(|(i, &(ia, _))| ia == i)
+    {
+        (m * total, vec![(0, 0)])
+    } else {
+        (m, batches)
+    };
+    let mut out = batch.clone();
+    if a.shape.len() > 1 {
+        out.push(m);
+    }
+    if b.shape.len() > 1 {
+        out.push(n);
+    }
+    Ok(Built {
+        outputs: vec![(DataType::F32, out)],
+        kernel: Box::new(MatMulKernel {
+            m: m_run,
+            n,
+            k,
+            batches,
+        }),
+    })
+}

@@ -1,0 +1,87 @@
+//! `MaxPool`: the maximum over each window (padding never wins), 1-D and 2-D.
+
+use super::spatial::{nchw, out_shape, window};
+use super::util::{f32_of, f32_out};
+use super::{BuildCtx, Built, Kernel, OpDef, FLOAT};
+use crate::error::{Result, Status};
+use crate::ir::{DataType, Tensor};
+use crate::kernels::pool::{max_pool2d, Pool2dParams};
+
+/// The `MaxPool` operator.
+pub static DEF: OpDef = OpDef {
+    op_type: "MaxPool",
+    domain: "",
+    min_opset: 1,
+    attributes: &[
+        "auto_pad",
+        "ceil_mode",
+        "dilations",
+        "kernel_shape",
+        "pads",
+        "storage_order",
+        "strides",
+    ],
+    types: FLOAT,
+    build,
+};
+
+/// Pooling parameters shared by MaxPool and AveragePool.
+pub fn pool_params(ctx: &BuildCtx) -> Result<(Pool2dParams, Vec<usize>)> {
+    let x = ctx.float_input(0)?;
+    let (n, c, hw, rank) = nchw(ctx, x.shape)?;
+    let kernel: Vec<usize> = match ctx.attr_ints("kernel_shape")? {
+        Some(k) if k.iter().all(|&v| v >= 1) => k.iter().map(|&v| v as usize).collect(),
+        Some(k) => {
+            return Err(ctx.err(
+                Status::InvalidModel,
+                format!("kernel_shape {k:?} must be positive"),
+            ))
+        }
+        None => return Err(ctx.err(Status::InvalidModel, "attribute 'kernel_shape' is required")),
+    };
+    let ceil_mode = ctx.attr_int("ceil_mode", 0)? != 0;
+    let win = window(ctx, hw, rank, &kernel, ceil_mode)?;
+    let p = Pool2dParams {
+        batch: n,
+        channels: c,
+        in_h: hw[0],
+        in_w: hw[1],
+        kernel_h: win.kernel[0],
+        kernel_w: win.kernel[1],
+        stride_h: win.strides[0],
+        stride_w: win.strides[1],
+        pad_top: win.pads[0],
+        pad_left: win.pads[1],
+        pad_bottom: win.pads[2],
+        pad_right: win.pads[3],
+        dilation_h: win.dilations[0],
+        dilation_w: win.dilations[1],
+        out_h: win.out[0],
+        out_w: win.out[1],
+    };
+    Ok((p, out_shape(n, c, win.out, rank)))
+}
+
+struct MaxPoolKernel(Pool2dParams);
+
+impl Kernel for MaxPoolKernel {
+    fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor]) -> Result<()> {
+        max_pool2d(&self.0, f32_of(inputs, 0)?, f32_out(&mut outputs[0])?);
+        Ok(())
+    }
+}
+
+fn build(ctx: &BuildCtx) -> Result<Built> {
+    ctx.arity(1, 1, 1, 2)?;
+    if ctx.node.outputs.get(1).is_some_and(|o| o.is_some()) {
+        return Err(ctx.err(
+            Status::UnsupportedAttribute,
+            "the Indices output is not supported",
+        ));
+    }
+    let (p, shape) = pool_params(ctx)?;
+    Ok(Built {
+        outputs: vec![(DataType::F32, shape)],
+        kernel: Box::new(MaxPoolKernel(p)),
+    })
+}

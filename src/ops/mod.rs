@@ -1,0 +1,133 @@
+//! ONNX operators: one file per operator, each with its opset range, attributes, shape rule and
+//! lowering to kernels. [`REGISTRY`] lists them all; the compatibility check, the planner and the
+//! README's operator table all read it.
+#![forbid(unsafe_code)]
+
+mod binary;
+mod spatial;
+mod unary;
+mod util;
+
+mod add;
+mod average_pool;
+mod batch_normalization;
+mod clip;
+mod concat;
+mod constant;
+mod conv;
+mod div;
+mod flatten;
+mod gemm;
+mod global_average_pool;
+mod identity;
+mod mat_mul;
+mod max_pool;
+mod mul;
+mod relu;
+mod reshape;
+mod sigmoid;
+mod softmax;
+mod sub;
+mod tanh;
+mod transpose;
+
+pub use util::{BuildCtx, InputInfo};
+
+use crate::error::Result;
+use crate::ir::{DataType, Tensor};
+
+/// What building a node produces: its output types and shapes, and the kernel that computes them.
+pub struct Built {
+    /// Element type and shape of each output.
+    pub outputs: Vec<(DataType, Vec<usize>)>,
+    /// The prepared computation.
+    pub kernel: Box<dyn Kernel>,
+}
+
+/// A node's prepared computation. Outputs arrive allocated with the right type and shape.
+pub trait Kernel: Send + Sync {
+    /// Computes the outputs from the inputs (`None` for omitted optional inputs).
+    fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor]) -> Result<()>;
+}
+
+/// The definition of one supported operator.
+pub struct OpDef {
+    /// Operator type, as in `NodeProto.op_type`.
+    pub op_type: &'static str,
+    /// Domain ("" is the default ONNX domain).
+    pub domain: &'static str,
+    /// Oldest opset version supported.
+    pub min_opset: i64,
+    /// Every attribute the operator knows.
+    pub attributes: &'static [&'static str],
+    /// Element types accepted for the main data input(s).
+    pub types: &'static [DataType],
+    /// Validates the node and prepares its kernel for concrete input shapes.
+    pub build: fn(&BuildCtx) -> Result<Built>,
+}
+
+/// Float only.
+pub const FLOAT: &[DataType] = &[DataType::F32];
+/// Any type the backend stores (data-movement operators).
+pub const ANY: &[DataType] = &[
+    DataType::F32,
+    DataType::F64,
+    DataType::I8,
+    DataType::U8,
+    DataType::I32,
+    DataType::I64,
+    DataType::Bool,
+];
+
+/// Every supported operator, one line each.
+pub static REGISTRY: &[&OpDef] = &[
+    &add::DEF,
+    &average_pool::DEF,
+    &batch_normalization::DEF,
+    &clip::DEF,
+    &concat::DEF,
+    &constant::DEF,
+    &conv::DEF,
+    &div::DEF,
+    &flatten::DEF,
+    &gemm::DEF,
+    &global_average_pool::DEF,
+    &identity::DEF,
+    &mat_mul::DEF,
+    &max_pool::DEF,
+    &mul::DEF,
+    &relu::DEF,
+    &reshape::DEF,
+    &sigmoid::DEF,
+    &softmax::DEF,
+    &sub::DEF,
+    &tanh::DEF,
+    &transpose::DEF,
+];
+
+/// Finds an operator by domain and type.
+pub fn lookup(domain: &str, op_type: &str) -> Option<&'static OpDef> {
+    let domain = if domain == "ai.onnx" { "" } else { domain };
+    REGISTRY
+        .iter()
+        .copied()
+        .find(|d| d.op_type == op_type && d.domain == domain)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn registry_names_are_unique_and_sorted() {
+        let names: Vec<_> = REGISTRY.iter().map(|d| d.op_type).collect();
+        let mut sorted = names.clone();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(names, sorted);
+        assert!(lookup("", "Conv").is_some());
+        assert!(lookup("ai.onnx", "Relu").is_some());
+        assert!(lookup("com.example", "Relu").is_none());
+        assert!(lookup("", "NoSuchOp").is_none());
+    }
+}

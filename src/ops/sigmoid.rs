@@ -1,0 +1,19 @@
+//! `Sigmoid`: element-wise sigmoid.
+
+use super::{unary, BuildCtx, Built, OpDef, FLOAT};
+use crate::error::Result;
+use crate::kernels::activation::Activation;
+
+/// The `Sigmoid` operator.
+pub static DEF: OpDef = OpDef {
+    op_type: "Sigmoid",
+    domain: "",
+    min_opset: 1,
+    attributes: &["consumed_inputs"],
+    types: FLOAT,
+    build,
+};
+
+fn build(ctx: &BuildCtx) -> Result<Built> {
+    unary::build(ctx, Activation::Sigmoid, 1)
+}

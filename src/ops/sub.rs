@@ -1,0 +1,19 @@
+//! `Sub`: element-wise sub with numpy broadcasting.
+
+use super::{binary, BuildCtx, Built, OpDef, FLOAT};
+use crate::error::Result;
+use crate::kernels::elementwise::BinaryOp;
+
+/// The `Sub` operator.
+pub static DEF: OpDef = OpDef {
+    op_type: "Sub",
+    domain: "",
+    min_opset: 1,
+    attributes: &["axis", "broadcast", "consumed_inputs"],
+    types: FLOAT,
+    build,
+};
+
+fn build(ctx: &BuildCtx) -> Result<Built> {
+    binary::build(ctx, BinaryOp::Sub)
+}

@@ -1,0 +1,19 @@
+//! `Tanh`: element-wise tanh.
+
+use super::{unary, BuildCtx, Built, OpDef, FLOAT};
+use crate::error::Result;
+use crate::kernels::activation::Activation;
+
+/// The `Tanh` operator.
+pub static DEF: OpDef = OpDef {
+    op_type: "Tanh",
+    domain: "",
+    min_opset: 1,
+    attributes: &["consumed_inputs"],
+    types: FLOAT,
+    build,
+};
+
+fn build(ctx: &BuildCtx) -> Result<Built> {
+    unary::build(ctx, Activation::Tanh, 1)
+}

@@ -1,0 +1,241 @@
+//! What an operator sees while it is built, and helpers shared by operators.
+
+use super::Kernel;
+use crate::error::{Error, Result, Status};
+use crate::ir::{Attr, DataType, Node, Tensor};
+
+/// A node input as known at planning time.
+#[derive(Clone, Copy, Debug)]
+pub struct InputInfo<'a> {
+    /// Element type.
+    pub dtype: DataType,
+    /// Concrete shape.
+    pub shape: &'a [usize],
+    /// Its data, when known while planning (weights, constants, folded values).
+    pub constant: Option<&'a Tensor>,
+}
+
+/// The context in which an operator builds its kernel.
+pub struct BuildCtx<'a> {
+    /// The node.
+    pub node: &'a Node,
+    /// The default-domain opset version of the model.
+    pub opset: i64,
+    /// Inputs in order; `None` for omitted optional inputs.
+    pub inputs: Vec<Option<InputInfo<'a>>>,
+}
+
+impl<'a> BuildCtx<'a> {
+    /// An error of the given status naming this node.
+    pub fn err(&self, status: Status, msg: impl std::fmt::Display) -> Error {
+        Error::new(status, format!("{}: {msg}", self.node.describe()))
+    }
+
+    /// Input `i`, which must be present.
+    pub fn input(&self, i: usize) -> Result<InputInfo<'a>> {
+        self.inputs
+            .get(i)
+            .copied()
+            .flatten()
+            .ok_or_else(|| self.err(Status::InvalidModel, format!("input {i} is required")))
+    }
+
+    /// Input `i` if present.
+    pub fn opt_input(&self, i: usize) -> Option<InputInfo<'a>> {
+        self.inputs.get(i).copied().flatten()
+    }
+
+    /// Checks the number of inputs and outputs.
+    pub fn arity(
+        &self,
+        min_in: usize,
+        max_in: usize,
+        min_out: usize,
+        max_out: usize,
+    ) -> Result<()> {
+        let n_in = self.node.inputs.len();
+        let n_out = self.node.outputs.len();
+        if n_in < min_in || n_in > max_in {
+            return Err(self.err(
+                Status::InvalidModel,
+                format!("takes {min_in}..={max_in} inputs, has {n_in}"),
+            ));
+        }
+        if n_out < min_out || n_out > max_out {
+            return Err(self.err(
+                Status::InvalidModel,
+                format!("has {min_out}..={max_out} outputs, has {n_out}"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Input `i`, which must be float.
+    pub fn float_input(&self, i: usize) -> Result<InputInfo<'a>> {
+        let x = self.input(i)?;
+        if x.dtype != DataType::F32 {
+            return Err(self.err(
+                Status::UnsupportedDatatype,
+                format!("input {i} is {}; only float is supported", x.dtype.name()),
+            ));
+        }
+        Ok(x)
+    }
+
+    /// The data of input `i`, which must be known while planning.
+    pub fn const_input(&self, i: usize, what: &str) -> Result<&'a Tensor> {
+        self.input(i)?.constant.ok_or_else(|| {
+            self.err(
+                Status::UnsupportedShape,
+                format!("{what} (input {i}) must be a constant or an integer graph input"),
+            )
+        })
+    }
+
+    fn attr(&self, name: &str) -> Option<&'a Attr> {
+        self.node.attrs.get(name)
+    }
+
+    fn wrong_kind(&self, name: &str, want: &str, got: &Attr) -> Error {
+        self.err(
+            Status::InvalidModel,
+            format!("attribute '{name}' must be {want}, not {}", got.kind()),
+        )
+    }
+
+    /// An int attribute, or its default.
+    pub fn attr_int(&self, name: &str, default: i64) -> Result<i64> {
+        match self.attr(name) {
+            None => Ok(default),
+            Some(Attr::Int(v)) => Ok(*v),
+            Some(other) => Err(self.wrong_kind(name, "an int", other)),
+        }
+    }
+
+    /// A float attribute, or its default.
+    pub fn attr_float(&self, name: &str, default: f32) -> Result<f32> {
+        match self.attr(name) {
+            None => Ok(default),
+            Some(Attr::Float(v)) => Ok(*v),
+            Some(other) => Err(self.wrong_kind(name, "a float", other)),
+        }
+    }
+
+    /// An ints attribute, if present.
+    pub fn attr_ints(&self, name: &str) -> Result<Option<&'a [i64]>> {
+        match self.attr(name) {
+            None => Ok(None),
+            Some(Attr::Ints(v)) => Ok(Some(v)),
+            Some(other) => Err(self.wrong_kind(name, "a list of ints", other)),
+        }
+    }
+
+    /// A string attribute, or its default.
+    pub fn attr_string(&self, name: &str, default: &str) -> Result<String> {
+        match self.attr(name) {
+            None => Ok(default.to_string()),
+            Some(Attr::String(v)) => Ok(String::from_utf8_lossy(v).into_owned()),
+            Some(other) => Err(self.wrong_kind(name, "a string", other)),
+        }
+    }
+
+    /// Normalises a possibly negative axis for a tensor of rank `rank` (`rank + 1` when
+    /// `extra` allows the one-past-the-end position).
+    pub fn axis(&self, axis: i64, rank: usize) -> Result<usize> {
+        let r = rank as i64;
+        let a = if axis < 0 { axis + r } else { axis };
+        if a < 0 || a >= r.max(1) {
+            return Err(self.err(
+                Status::InvalidModel,
+                format!("axis {axis} is out of range for rank {rank}"),
+            ));
+        }
+        Ok(a as usize)
+    }
+}
+
+/// Numpy-style multidirectional broadcast of two shapes.
+pub fn broadcast(a: &[usize], b: &[usize]) -> Option<Vec<usize>> {
+    let rank = a.len().max(b.len());
+    let mut out = vec![0; rank];
+    for i in 0..rank {
+        let da = if i < rank - a.len() {
+            1
+        } else {
+            a[i - (rank - a.len())]
+        };
+        let db = if i < rank - b.len() {
+            1
+        } else {
+            b[i - (rank - b.len())]
+        };
+        out[i] = match (da, db) {
+            (x, y) if x == y => x,
+            (1, y) => y,
+            (x, 1) => x,
+            _ => return None,
+        };
+    }
+    Some(out)
+}
+
+/// A kernel that copies its first input into its first output (same element count): Identity,
+/// Reshape, Flatten.
+pub struct CopyKernel;
+
+impl Kernel for CopyKernel {
+    fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor]) -> Result<()> {
+        let x = inputs[0].ok_or_else(|| Error::new(Status::InternalError, "copy without input"))?;
+        outputs[0].data = x.data.clone();
+        Ok(())
+    }
+}
+
+/// A kernel whose result was fixed while planning (Constant).
+pub struct ConstKernel(pub Tensor);
+
+impl Kernel for ConstKernel {
+    fn run(&self, _inputs: &[Option<&Tensor>], outputs: &mut [Tensor]) -> Result<()> {
+        outputs[0] = self.0.clone();
+        Ok(())
+    }
+}
+
+/// The float data of a present input at run time.
+pub fn f32_of<'t>(inputs: &[Option<&'t Tensor>], i: usize) -> Result<&'t [f32]> {
+    inputs
+        .get(i)
+        .copied()
+        .flatten()
+        .ok_or_else(|| {
+            Error::new(
+                Status::InternalError,
+                format!("input {i} missing at run time"),
+            )
+        })?
+        .as_f32()
+}
+
+/// The float data of an output at run time.
+pub fn f32_out(t: &mut Tensor) -> Result<&mut [f32]> {
+    match &mut t.data {
+        crate::ir::TensorData::F32(v) => Ok(v),
+        other => Err(Error::new(
+            Status::InternalError,
+            format!("output is {}, expected float", other.dtype().name()),
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn broadcast_follows_numpy() {
+        assert_eq!(broadcast(&[2, 3, 4], &[4]), Some(vec![2, 3, 4]));
+        assert_eq!(broadcast(&[2, 1, 4], &[3, 1]), Some(vec![2, 3, 4]));
+        assert_eq!(broadcast(&[], &[5]), Some(vec![5]));
+        assert_eq!(broadcast(&[2, 3], &[4, 3]), None);
+    }
+}

@@ -1,0 +1,149 @@
+//! A one-shot event: not signalled, then signalled once with a status and a message.
+
+use crate::error::{Error, Status};
+use std::sync::{Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+/// What an event holds once signalled.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Outcome {
+    /// The status of the work the event stands for (SUCCESS for a plain signal).
+    pub status: Status,
+    /// A message explaining a failure; empty on success.
+    pub message: String,
+}
+
+#[derive(Default)]
+struct State {
+    outcome: Option<Outcome>,
+    abandoned: bool,
+}
+
+/// A single-shot event.
+#[derive(Default)]
+pub struct Event {
+    state: Mutex<State>,
+    signalled: Condvar,
+}
+
+impl Event {
+    /// A new, not signalled event.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Signals the event with an outcome; fails with INVALID_STATE if it was already signalled.
+    pub fn signal(&self, outcome: Outcome) -> Result<(), Error> {
+        let mut state = self.lock();
+        if state.outcome.is_some() {
+            return Err(Error::new(
+                Status::InvalidState,
+                "the event is already signalled",
+            ));
+        }
+        state.outcome = Some(outcome);
+        drop(state);
+        self.signalled.notify_all();
+        Ok(())
+    }
+
+    /// Signals success.
+    pub fn signal_success(&self) -> Result<(), Error> {
+        self.signal(Outcome {
+            status: Status::Success,
+            message: String::new(),
+        })
+    }
+
+    /// Marks the event as released by its owner: waiters that would wait forever wake up.
+    pub fn abandon(&self) {
+        self.lock().abandoned = true;
+        self.signalled.notify_all();
+    }
+
+    /// The outcome if signalled, without waiting.
+    pub fn outcome(&self) -> Option<Outcome> {
+        self.lock().outcome.clone()
+    }
+
+    /// Waits until signalled. Returns `None` if the event was abandoned before being signalled.
+    pub fn wait(&self) -> Option<Outcome> {
+        let mut state = self.lock();
+        loop {
+            if let Some(o) = &state.outcome {
+                return Some(o.clone());
+            }
+            if state.abandoned {
+                return None;
+            }
+            state = self
+                .signalled
+                .wait(state)
+                .unwrap_or_else(|p| p.into_inner());
+        }
+    }
+
+    /// Waits at most `timeout`; `None` when it ran out (or the event was abandoned).
+    pub fn wait_for(&self, timeout: Duration) -> Option<Outcome> {
+        let deadline = Instant::now() + timeout;
+        let mut state = self.lock();
+        loop {
+            if let Some(o) = &state.outcome {
+                return Some(o.clone());
+            }
+            let now = Instant::now();
+            if state.abandoned || now >= deadline {
+                return None;
+            }
+            state = self
+                .signalled
+                .wait_timeout(state, deadline - now)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    #[test]
+    fn signal_once_then_invalid_state() {
+        let e = Event::new();
+        assert!(e.outcome().is_none());
+        e.signal_success().unwrap();
+        assert_eq!(e.outcome().unwrap().status, Status::Success);
+        assert_eq!(e.signal_success().unwrap_err().status, Status::InvalidState);
+    }
+
+    #[test]
+    fn wait_wakes_on_signal_from_another_thread() {
+        let e = Arc::new(Event::new());
+        let e2 = e.clone();
+        let t = std::thread::spawn(move || e2.wait());
+        std::thread::sleep(Duration::from_millis(20));
+        e.signal(Outcome {
+            status: Status::MismatchingShape,
+            message: "x".into(),
+        })
+        .unwrap();
+        assert_eq!(t.join().unwrap().unwrap().status, Status::MismatchingShape);
+    }
+
+    #[test]
+    fn wait_for_times_out_and_abandon_wakes() {
+        let e = Arc::new(Event::new());
+        assert!(e.wait_for(Duration::from_millis(10)).is_none());
+        let e2 = e.clone();
+        let t = std::thread::spawn(move || e2.wait());
+        std::thread::sleep(Duration::from_millis(10));
+        e.abandon();
+        assert!(t.join().unwrap().is_none());
+    }
+}

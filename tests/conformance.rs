@@ -1,0 +1,147 @@
+//! ONNX backend conformance: every node test of the `onnx` package's backend test data is run
+//! through the library. A test whose model the backend refuses (UNSUPPORTED_*) is counted as
+//! unsupported; every test it accepts must reproduce the expected outputs, except those listed
+//! in `tests/conformance/known_failures.txt` with a reason.
+
+use onnxifi_rust::graph::compile_executable;
+use onnxifi_rust::ir::Tensor;
+use onnxifi_rust::model::onnx::TensorProto;
+use prost::Message;
+use std::path::{Path, PathBuf};
+
+/// Finds the backend node test data: `$ONNX_BACKEND_TEST_DATA`, else `.testdata/node`, which
+/// `scripts/gen_node_tests.py` writes from the installed `onnx` package.
+fn data_dir() -> Option<PathBuf> {
+    if let Ok(p) = std::env::var("ONNX_BACKEND_TEST_DATA") {
+        return Some(PathBuf::from(p));
+    }
+    Some(Path::new(env!("CARGO_MANIFEST_DIR")).join(".testdata/node"))
+}
+
+fn load_tensor(path: &Path) -> Tensor {
+    let bytes = std::fs::read(path).unwrap();
+    let proto = TensorProto::decode(bytes.as_slice()).unwrap();
+    Tensor::from_proto(&proto).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn close(got: &Tensor, want: &Tensor) -> Result<(), String> {
+    if got.shape != want.shape {
+        return Err(format!("shape {:?}, expected {:?}", got.shape, want.shape));
+    }
+    match (got.as_f32(), want.as_f32()) {
+        (Ok(g), Ok(w)) => {
+            for (i, (a, b)) in g.iter().zip(w).enumerate() {
+                let ok =
+                    (a.is_nan() && b.is_nan()) || (a - b).abs() <= 1e-5 + 1e-3 * b.abs() || a == b;
+                if !ok {
+                    return Err(format!("element {i}: {a}, expected {b}"));
+                }
+            }
+            Ok(())
+        }
+        _ if got == want => Ok(()),
+        _ => Err("values differ".into()),
+    }
+}
+
+enum Verdict {
+    Pass,
+    Unsupported(String),
+    Fail(String),
+}
+
+fn run_case(dir: &Path, pool: &rayon::ThreadPool) -> Verdict {
+    let bytes = std::fs::read(dir.join("model.onnx")).unwrap();
+    let exe = match compile_executable(&bytes, Vec::new()) {
+        Ok(e) => e,
+        Err(e) if e.status.name().starts_with("UNSUPPORTED") => {
+            return Verdict::Unsupported(e.to_string())
+        }
+        Err(e) => return Verdict::Fail(format!("compile: {e}")),
+    };
+    let mut sets: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_dir())
+        .collect();
+    sets.sort();
+    for set in sets {
+        let inputs: Vec<Tensor> = (0..exe.inputs().len())
+            .map(|i| load_tensor(&set.join(format!("input_{i}.pb"))))
+            .collect();
+        let outputs = match pool.install(|| exe.run(inputs)) {
+            Ok(o) => o,
+            Err(e) if e.status.name().starts_with("UNSUPPORTED") => {
+                return Verdict::Unsupported(e.to_string())
+            }
+            Err(e) => return Verdict::Fail(format!("run: {e}")),
+        };
+        for (i, got) in outputs.iter().enumerate() {
+            let want = load_tensor(&set.join(format!("output_{i}.pb")));
+            if let Err(m) = close(got, &want) {
+                return Verdict::Fail(format!("output {i}: {m}"));
+            }
+        }
+    }
+    Verdict::Pass
+}
+
+#[test]
+fn onnx_backend_node_tests() {
+    let Some(root) = data_dir().filter(|p| p.is_dir()) else {
+        if std::env::var_os("CI").is_some() {
+            panic!("the ONNX backend test data is missing: run scripts/setup-test-env.sh");
+        }
+        eprintln!("skipped: no ONNX backend test data (run scripts/setup-test-env.sh)");
+        return;
+    };
+    let known: Vec<String> = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/conformance/known_failures.txt"
+    ))
+    .unwrap_or_default()
+    .lines()
+    .filter_map(|l| l.split('#').next())
+    .map(|l| l.trim().to_string())
+    .filter(|l| !l.is_empty())
+    .collect();
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(2)
+        .build()
+        .unwrap();
+    let mut cases: Vec<PathBuf> = std::fs::read_dir(&root)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .collect();
+    cases.sort();
+    let (mut pass, mut unsupported, mut failed, mut known_failed) = (0, 0, Vec::new(), 0);
+    for case in &cases {
+        let name = case.file_name().unwrap().to_string_lossy().to_string();
+        match run_case(case, &pool) {
+            Verdict::Pass => pass += 1,
+            Verdict::Unsupported(why) => {
+                unsupported += 1;
+                if std::env::var_os("ONNXIFI_RUST_VERBOSE").is_some() {
+                    eprintln!("unsupported {name}: {why}");
+                }
+            }
+            Verdict::Fail(m) if known.contains(&name) => {
+                known_failed += 1;
+                eprintln!("known failure {name}: {m}");
+            }
+            Verdict::Fail(m) => failed.push(format!("{name}: {m}")),
+        }
+    }
+    println!(
+        "ONNX backend node tests: {pass} passed, {} failed, {known_failed} known failures, {unsupported} unsupported, {} total",
+        failed.len(),
+        cases.len()
+    );
+    assert!(pass > 0);
+    assert!(
+        failed.is_empty(),
+        "{} accepted models gave wrong results:\n{}",
+        failed.len(),
+        failed.join("\n")
+    );
+}
