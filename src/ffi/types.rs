@@ -307,3 +307,120 @@ pub struct onnxMemoryFenceV1 {
     /// The event, for `ONNXIFI_SYNCHRONIZATION_EVENT`.
     pub event: onnxEvent,
 }
+
+/// Pointer type of `onnxGetBackendIDs`.
+pub type onnxGetBackendIDsFunction = Option<unsafe extern "C" fn(backendIDs: *mut onnxBackendID, numBackends: *mut usize) -> onnxStatus>;
+/// Pointer type of `onnxReleaseBackendID`.
+pub type onnxReleaseBackendIDFunction = Option<unsafe extern "C" fn(backendID: onnxBackendID) -> onnxStatus>;
+/// Pointer type of `onnxGetBackendInfo`.
+pub type onnxGetBackendInfoFunction = Option<
+    unsafe extern "C" fn(
+        backendID: onnxBackendID,
+        infoType: onnxBackendInfo,
+        infoValue: *mut c_void,
+        infoValueSize: *mut usize,
+    ) -> onnxStatus,
+>;
+/// Pointer type of `onnxGetBackendCompatibility`.
+pub type onnxGetBackendCompatibilityFunction =
+    Option<unsafe extern "C" fn(backendID: onnxBackendID, onnxModelSize: usize, onnxModel: *const c_void) -> onnxStatus>;
+/// Pointer type of `onnxInitBackend`.
+pub type onnxInitBackendFunction =
+    Option<unsafe extern "C" fn(backendID: onnxBackendID, auxPropertiesList: *const u64, backend: *mut onnxBackend) -> onnxStatus>;
+/// Pointer type of `onnxReleaseBackend`.
+pub type onnxReleaseBackendFunction = Option<unsafe extern "C" fn(backend: onnxBackend) -> onnxStatus>;
+/// Pointer type of `onnxInitEvent`.
+pub type onnxInitEventFunction = Option<unsafe extern "C" fn(backend: onnxBackend, event: *mut onnxEvent) -> onnxStatus>;
+/// Pointer type of `onnxSignalEvent`.
+pub type onnxSignalEventFunction = Option<unsafe extern "C" fn(event: onnxEvent) -> onnxStatus>;
+/// Pointer type of `onnxGetEventState`.
+pub type onnxGetEventStateFunction = Option<unsafe extern "C" fn(event: onnxEvent, state: *mut onnxEventState) -> onnxStatus>;
+/// Pointer type of `onnxWaitEvent`.
+pub type onnxWaitEventFunction = Option<unsafe extern "C" fn(event: onnxEvent) -> onnxStatus>;
+/// Pointer type of `onnxReleaseEvent`.
+pub type onnxReleaseEventFunction = Option<unsafe extern "C" fn(event: onnxEvent) -> onnxStatus>;
+/// Pointer type of `onnxInitGraph`.
+pub type onnxInitGraphFunction = Option<
+    unsafe extern "C" fn(
+        backend: onnxBackend,
+        auxPropertiesList: *const u64,
+        onnxModelSize: usize,
+        onnxModel: *const c_void,
+        weightsCount: u32,
+        weightDescriptors: *const onnxTensorDescriptorV1,
+        graph: *mut onnxGraph,
+    ) -> onnxStatus,
+>;
+/// Pointer type of `onnxSetGraphIO`.
+pub type onnxSetGraphIOFunction = Option<
+    unsafe extern "C" fn(
+        graph: onnxGraph,
+        inputsCount: u32,
+        inputDescriptors: *const onnxTensorDescriptorV1,
+        outputsCount: u32,
+        outputDescriptors: *const onnxTensorDescriptorV1,
+    ) -> onnxStatus,
+>;
+/// Pointer type of `onnxRunGraph`.
+pub type onnxRunGraphFunction = Option<
+    unsafe extern "C" fn(graph: onnxGraph, inputFence: *const onnxMemoryFenceV1, outputFence: *mut onnxMemoryFenceV1) -> onnxStatus,
+>;
+/// Pointer type of `onnxReleaseGraph`.
+pub type onnxReleaseGraphFunction = Option<unsafe extern "C" fn(graph: onnxGraph) -> onnxStatus>;
+/// Pointer type of `onnxGetExtensionFunctionAddress`.
+pub type onnxGetExtensionFunctionAddressFunction = Option<
+    unsafe extern "C" fn(backendID: onnxBackendID, name: *const c_char, function: *mut onnxExtensionFunctionPointer) -> onnxStatus,
+>;
+/// Pointer type of the `onnxSetIOAndRunGraph` extension.
+pub type onnxSetIOAndRunGraphFunction = Option<
+    unsafe extern "C" fn(
+        graph: onnxGraph,
+        inputsCount: u32,
+        inputDescriptors: *const onnxTensorDescriptorV1,
+        outputsCount: u32,
+        outputDescriptors: *const onnxTensorDescriptorV1,
+        outputFence: *mut onnxMemoryFenceV1,
+    ) -> onnxStatus,
+>;
+/// Pointer type of the `onnxWaitEventFor` extension.
+pub type onnxWaitEventForFunction = Option<
+    unsafe extern "C" fn(
+        event: onnxEvent,
+        timeoutMs: u32,
+        eventState: *mut onnxEventState,
+        eventStatus: *mut onnxStatus,
+        message: *mut c_char,
+        messageLength: *mut usize,
+    ) -> onnxStatus,
+>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::mem::{align_of, offset_of, size_of};
+
+    #[test]
+    fn layouts_match_the_official_header() {
+        assert_eq!(size_of::<onnxTensorDescriptorV1>(), 56);
+        assert_eq!(align_of::<onnxTensorDescriptorV1>(), 8);
+        assert_eq!(offset_of!(onnxTensorDescriptorV1, tag), 0);
+        assert_eq!(offset_of!(onnxTensorDescriptorV1, name), 8);
+        assert_eq!(offset_of!(onnxTensorDescriptorV1, dataType), 16);
+        assert_eq!(offset_of!(onnxTensorDescriptorV1, memoryType), 24);
+        assert_eq!(offset_of!(onnxTensorDescriptorV1, dimensions), 32);
+        assert_eq!(offset_of!(onnxTensorDescriptorV1, shape), 40);
+        assert_eq!(offset_of!(onnxTensorDescriptorV1, buffer), 48);
+        assert_eq!(size_of::<onnxMemoryFenceV1>(), 24);
+        assert_eq!(offset_of!(onnxMemoryFenceV1, r#type), 8);
+        assert_eq!(offset_of!(onnxMemoryFenceV1, event), 16);
+    }
+
+    #[test]
+    fn statuses_match_the_rust_enum() {
+        use crate::error::Status;
+        assert_eq!(Status::InvalidProperty.code(), ONNXIFI_STATUS_INVALID_PROPERTY);
+        assert_eq!(Status::UnsupportedProperty.code(), ONNXIFI_STATUS_UNSUPPORTED_PROPERTY);
+        assert_eq!(Status::InternalError.code(), ONNXIFI_STATUS_INTERNAL_ERROR);
+        assert_eq!(Status::UnidentifiedName.code(), 0x0301);
+    }
+}

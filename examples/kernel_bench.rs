@@ -1,0 +1,161 @@
+//! Benchmarks of the CPU kernels: sgemm (256³, 512³, 1024³) and a ResNet-style 3×3 convolution,
+//! per ISA, with 1 and 2 threads. Reports the median GFLOP/s over interleaved rounds.
+//!
+//! `cargo run --release --example kernel_bench [rounds]`; `KB_ISA=avx512|avx2|portable` limits
+//! the ISAs, `KB_CASE=substring` the cases.
+
+use std::time::Instant;
+
+use onnxifi_rust::kernels::conv::{Conv2d, Conv2dParams};
+use onnxifi_rust::kernels::cpu::{self, Isa};
+use onnxifi_rust::kernels::gemm::{self, Epilogue, MatRef};
+use onnxifi_rust::kernels::reference::Rng;
+use onnxifi_rust::kernels::Activation;
+
+/// One benchmark case: a name, its flop count and a closure running it once.
+struct Case {
+    name: String,
+    flops: f64,
+    run: Box<dyn FnMut() + Send>,
+    pool: rayon::ThreadPool,
+    samples: Vec<f64>,
+}
+
+fn main() {
+    let rounds: usize = std::env::args()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(7);
+    let want = std::env::var("KB_ISA").ok();
+    let isas: Vec<Isa> = [Isa::Avx512, Isa::Avx2Fma, Isa::Portable]
+        .into_iter()
+        .filter(|&i| cpu::supported(i))
+        .filter(|&i| {
+            want.as_deref()
+                .map_or(true, |w| cpu::name(i).starts_with(w))
+        })
+        .collect();
+    let mut rng = Rng::new(1);
+    let mut cases = Vec::new();
+    for &isa in &isas {
+        for threads in [1, 2] {
+            for n in [256usize, 512, 1024] {
+                let a = rng.vec(n * n);
+                let b = rng.vec(n * n);
+                let mut c = vec![0.0f32; n * n];
+                cases.push(Case {
+                    name: format!("sgemm {n}^3 {} t{threads}", cpu::name(isa)),
+                    flops: 2.0 * (n * n * n) as f64,
+                    run: Box::new(move || {
+                        gemm::sgemm_with(
+                            isa,
+                            true,
+                            1.0,
+                            MatRef::row_major(&a, n, n),
+                            MatRef::row_major(&b, n, n),
+                            0.0,
+                            &mut c,
+                            n,
+                            &Epilogue::NONE,
+                        )
+                    }),
+                    pool: rayon::ThreadPoolBuilder::new()
+                        .num_threads(threads)
+                        .build()
+                        .unwrap(),
+                    samples: Vec::new(),
+                });
+            }
+            let p = Conv2dParams {
+                batch: 1,
+                in_channels: 64,
+                in_h: 56,
+                in_w: 56,
+                out_channels: 64,
+                kernel_h: 3,
+                kernel_w: 3,
+                stride_h: 1,
+                stride_w: 1,
+                pad_top: 1,
+                pad_left: 1,
+                pad_bottom: 1,
+                pad_right: 1,
+                dilation_h: 1,
+                dilation_w: 1,
+                groups: 1,
+            };
+            let x = rng.vec(p.input_len());
+            let w = rng.vec(p.weights_len());
+            let bias = rng.vec(p.out_channels);
+            let conv = Conv2d::with_isa(isa, p, &w, Some(&bias)).unwrap();
+            let mut out = vec![0.0f32; p.output_len()];
+            cases.push(Case {
+                name: format!("conv 64x56x56 3x3 {} t{threads}", cpu::name(isa)),
+                flops: 2.0 * (p.output_len() * p.weights_len() / p.out_channels) as f64,
+                run: Box::new(move || conv.run(&x, &mut out, Activation::Relu)),
+                pool: rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .build()
+                    .unwrap(),
+                samples: Vec::new(),
+            });
+        }
+    }
+    if let Ok(filter) = std::env::var("KB_CASE") {
+        cases.retain(|c| c.name.contains(&filter));
+    }
+    // Warm up, then interleave rounds; each sample runs the case for at least ~50 ms.
+    for c in cases.iter_mut() {
+        let Case { pool, run, .. } = c;
+        pool.install(run);
+    }
+    for _ in 0..rounds {
+        for c in cases.iter_mut() {
+            let Case {
+                pool,
+                run,
+                samples,
+                flops,
+                ..
+            } = c;
+            let single = pool.current_num_threads() == 1;
+            let (reps, secs) = pool.install(|| {
+                let mut reps = 0usize;
+                let t0 = Instant::now();
+                let c0 = thread_cpu_ns();
+                while reps == 0 || t0.elapsed().as_secs_f64() < 0.05 {
+                    run();
+                    reps += 1;
+                }
+                // Single-threaded cases are timed in on-CPU time of the worker (robust to other
+                // processes on a shared machine), others in wall time.
+                match (single, c0, thread_cpu_ns()) {
+                    (true, Some(a), Some(b)) => (reps, (b - a) as f64 * 1e-9),
+                    _ => (reps, t0.elapsed().as_secs_f64()),
+                }
+            });
+            samples.push(*flops * reps as f64 / secs / 1e9);
+        }
+    }
+    println!(
+        "{:<36} {:>10} {:>10} {:>10}",
+        "case", "median", "min", "max"
+    );
+    for c in cases.iter_mut() {
+        c.samples.sort_by(f64::total_cmp);
+        let med = c.samples[c.samples.len() / 2];
+        println!(
+            "{:<36} {:>7.1} GF {:>7.1} GF {:>7.1} GF",
+            c.name,
+            med,
+            c.samples[0],
+            c.samples[c.samples.len() - 1]
+        );
+    }
+}
+
+/// Nanoseconds the calling thread has spent on a CPU (Linux `schedstat`), if available.
+fn thread_cpu_ns() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    s.split_whitespace().next()?.parse().ok()
+}

@@ -1,0 +1,647 @@
+//! 2-D convolution, NCHW, fp32, with fused bias and activation.
+//!
+//! Paths chosen once in [`Conv2d::new`]:
+//! - **pointwise** (1×1, stride 1, no padding): the input plane block is already the B matrix,
+//!   `out[g] = W[g] · X[g]`, one GEMM per image and group with prepacked weights;
+//! - **depthwise** (`groups == in_c == out_c`): a direct loop per channel plane, vectorised
+//!   along output rows;
+//! - **general**: implicit im2col: a GEMM with the prepacked weights as A
+//!   (`out[oc, pixels] = W[oc, k] · cols[k, pixels]`) whose B panels are gathered straight from
+//!   the input while packing, so the column matrix is never materialised (memory stays bounded
+//!   by the GEMM's `KC×NC` packing buffer).
+//!
+//! Work is parallel over images × groups when there are enough of them, otherwise inside the
+//! GEMM (including its packing).
+#![forbid(unsafe_code)]
+
+use rayon::prelude::*;
+
+use super::activation::Activation;
+use super::cpu::{self, Isa};
+use super::gemm::{self, Bias, Epilogue, MatRef, PackedA, PanelSource};
+use super::simd;
+use super::KernelError;
+
+/// Widest GEMM register tile (`nr`) of any ISA: the most pixels one packed panel holds.
+const MAX_NR: usize = 32;
+
+/// Shape and hyper-parameters of a 2-D convolution (NCHW input, OIHW weights).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Conv2dParams {
+    /// N.
+    pub batch: usize,
+    /// C of the input.
+    pub in_channels: usize,
+    /// H of the input.
+    pub in_h: usize,
+    /// W of the input.
+    pub in_w: usize,
+    /// C of the output (M).
+    pub out_channels: usize,
+    /// Kernel height.
+    pub kernel_h: usize,
+    /// Kernel width.
+    pub kernel_w: usize,
+    /// Vertical stride (≥ 1).
+    pub stride_h: usize,
+    /// Horizontal stride (≥ 1).
+    pub stride_w: usize,
+    /// Zero rows added above.
+    pub pad_top: usize,
+    /// Zero columns added on the left.
+    pub pad_left: usize,
+    /// Zero rows added below.
+    pub pad_bottom: usize,
+    /// Zero columns added on the right.
+    pub pad_right: usize,
+    /// Vertical dilation (≥ 1).
+    pub dilation_h: usize,
+    /// Horizontal dilation (≥ 1).
+    pub dilation_w: usize,
+    /// Groups (divides both channel counts).
+    pub groups: usize,
+}
+
+impl Conv2dParams {
+    /// Output height (0 when the dilated kernel is taller than the padded input).
+    pub fn out_h(&self) -> usize {
+        out_dim(
+            self.in_h + self.pad_top + self.pad_bottom,
+            self.kernel_h,
+            self.dilation_h,
+            self.stride_h,
+        )
+    }
+
+    /// Output width (0 when the dilated kernel is wider than the padded input).
+    pub fn out_w(&self) -> usize {
+        out_dim(
+            self.in_w + self.pad_left + self.pad_right,
+            self.kernel_w,
+            self.dilation_w,
+            self.stride_w,
+        )
+    }
+
+    /// Elements of the input tensor.
+    pub fn input_len(&self) -> usize {
+        self.batch * self.in_channels * self.in_h * self.in_w
+    }
+
+    /// Elements of the output tensor.
+    pub fn output_len(&self) -> usize {
+        self.batch * self.out_channels * self.out_h() * self.out_w()
+    }
+
+    /// Elements of the weight tensor `[out_c, in_c/groups, kh, kw]`.
+    pub fn weights_len(&self) -> usize {
+        self.out_channels * (self.in_channels / self.groups.max(1)) * self.kernel_h * self.kernel_w
+    }
+
+    /// Checks that the parameters describe a valid convolution.
+    pub fn validate(&self) -> Result<(), KernelError> {
+        let bad = |m: &str| Err(KernelError::new(format!("conv2d: {m} ({self:?})")));
+        if self.groups == 0
+            || self.in_channels % self.groups != 0
+            || self.out_channels % self.groups != 0
+        {
+            return bad("groups must divide the channel counts");
+        }
+        if self.stride_h == 0 || self.stride_w == 0 || self.dilation_h == 0 || self.dilation_w == 0
+        {
+            return bad("strides and dilations must be ≥ 1");
+        }
+        if self.kernel_h == 0 || self.kernel_w == 0 {
+            return bad("kernel must be non-empty");
+        }
+        Ok(())
+    }
+}
+
+/// `floor((padded - dilated_kernel) / stride) + 1`, or 0.
+fn out_dim(padded: usize, k: usize, d: usize, s: usize) -> usize {
+    let eff = d * (k - 1) + 1;
+    if padded < eff || s == 0 {
+        0
+    } else {
+        (padded - eff) / s + 1
+    }
+}
+
+/// How a [`Conv2d`] computes.
+#[derive(Clone, Debug)]
+enum Path {
+    /// Per-channel direct loop; weights `[c, kh*kw]`.
+    Depthwise(Vec<f32>),
+    /// GEMM per group with prepacked weights (pointwise or im2col).
+    Gemm {
+        weights: Vec<PackedA>,
+        pointwise: bool,
+        /// Per im2col row: where it reads (empty for pointwise).
+        krows: Vec<KRow>,
+    },
+}
+
+/// Precomputed addressing of one im2col row `r = (c, ky, kx)`.
+#[derive(Clone, Copy, Debug)]
+struct KRow {
+    /// Offset of input plane `c` in the image/group.
+    plane: usize,
+    /// `ky * dilation_h`.
+    ky_off: usize,
+    /// `kx * dilation_w`.
+    kd: usize,
+    /// Output columns whose input column is inside the image: `lo..hi`.
+    lo: usize,
+    hi: usize,
+}
+
+/// A convolution prepared once (weights prepacked) and run many times.
+#[derive(Clone, Debug)]
+pub struct Conv2d {
+    p: Conv2dParams,
+    isa: Isa,
+    bias: Option<Vec<f32>>,
+    path: Path,
+}
+
+impl Conv2d {
+    /// Prepares a convolution for the process's ISA. `weights` is `[out_c, in_c/groups, kh, kw]`,
+    /// `bias` (if any) has `out_c` values.
+    pub fn new(
+        p: Conv2dParams,
+        weights: &[f32],
+        bias: Option<&[f32]>,
+    ) -> Result<Self, KernelError> {
+        Self::with_isa(cpu::isa(), p, weights, bias)
+    }
+
+    /// [`Conv2d::new`] for an explicit ISA (tests, benchmarks).
+    pub fn with_isa(
+        isa: Isa,
+        p: Conv2dParams,
+        weights: &[f32],
+        bias: Option<&[f32]>,
+    ) -> Result<Self, KernelError> {
+        p.validate()?;
+        if weights.len() != p.weights_len() {
+            return Err(KernelError::new(format!(
+                "conv2d: {} weights, expected {}",
+                weights.len(),
+                p.weights_len()
+            )));
+        }
+        if let Some(b) = bias {
+            if b.len() != p.out_channels {
+                return Err(KernelError::new(format!(
+                    "conv2d: {} biases, expected {}",
+                    b.len(),
+                    p.out_channels
+                )));
+            }
+        }
+        let depthwise = p.groups == p.in_channels && p.groups == p.out_channels;
+        let path = if depthwise {
+            Path::Depthwise(weights.to_vec())
+        } else {
+            let ocg = p.out_channels / p.groups;
+            let k = (p.in_channels / p.groups) * p.kernel_h * p.kernel_w;
+            let weights = (0..p.groups)
+                .map(|g| {
+                    PackedA::with_isa(
+                        isa,
+                        MatRef::row_major(&weights[g * ocg * k..(g + 1) * ocg * k], ocg, k),
+                    )
+                })
+                .collect();
+            let pointwise = p.kernel_h == 1
+                && p.kernel_w == 1
+                && p.stride_h == 1
+                && p.stride_w == 1
+                && p.pad_top + p.pad_left + p.pad_bottom + p.pad_right == 0;
+            let ow = p.out_w();
+            let krows = if pointwise {
+                Vec::new()
+            } else {
+                (0..k)
+                    .map(|r| {
+                        let (c, ky, kx) = (
+                            r / (p.kernel_h * p.kernel_w),
+                            (r / p.kernel_w) % p.kernel_h,
+                            r % p.kernel_w,
+                        );
+                        let kd = kx * p.dilation_w;
+                        let (lo, hi) = valid_range(ow, p.in_w, p.stride_w, kd, p.pad_left);
+                        KRow {
+                            plane: c * p.in_h * p.in_w,
+                            ky_off: ky * p.dilation_h,
+                            kd,
+                            lo,
+                            hi,
+                        }
+                    })
+                    .collect()
+            };
+            Path::Gemm {
+                weights,
+                pointwise,
+                krows,
+            }
+        };
+        Ok(Conv2d {
+            p,
+            isa,
+            bias: bias.map(<[f32]>::to_vec),
+            path,
+        })
+    }
+
+    /// The parameters.
+    pub fn params(&self) -> &Conv2dParams {
+        &self.p
+    }
+
+    /// Runs the convolution: `output = act(conv(input) + bias)`. `input` has
+    /// [`Conv2dParams::input_len`] elements and `output` [`Conv2dParams::output_len`].
+    pub fn run(&self, input: &[f32], output: &mut [f32], activation: Activation) {
+        let p = &self.p;
+        assert_eq!(input.len(), p.input_len(), "conv2d: input length");
+        assert_eq!(output.len(), p.output_len(), "conv2d: output length");
+        if output.is_empty() {
+            return;
+        }
+        match &self.path {
+            Path::Depthwise(w) => self.run_depthwise(w, input, output, activation),
+            Path::Gemm {
+                weights,
+                pointwise,
+                krows,
+            } => self.run_gemm(weights, *pointwise, krows, input, output, activation),
+        }
+    }
+
+    fn run_gemm(
+        &self,
+        weights: &[PackedA],
+        pointwise: bool,
+        krows: &[KRow],
+        input: &[f32],
+        output: &mut [f32],
+        act: Activation,
+    ) {
+        let p = &self.p;
+        let (oh, ow) = (p.out_h(), p.out_w());
+        let pix = oh * ow;
+        let ocg = p.out_channels / p.groups;
+        let icg = p.in_channels / p.groups;
+        let in_plane = p.in_h * p.in_w;
+        let tasks = p.batch * p.groups;
+        let threads = rayon::current_num_threads();
+        let outer_par =
+            threads > 1 && tasks >= threads && (tasks % threads == 0 || tasks >= 4 * threads);
+        let one = |idx: usize, out: &mut [f32], inner_par: bool| {
+            let (b, g) = (idx / p.groups, idx % p.groups);
+            let x = &input[(b * p.in_channels + g * icg) * in_plane..][..icg * in_plane];
+            let bias = self.bias.as_ref().map(|v| &v[g * ocg..(g + 1) * ocg]);
+            let ep = Epilogue {
+                bias: bias.map_or(Bias::None, Bias::PerRow),
+                activation: act,
+            };
+            if pointwise {
+                let bm = MatRef::row_major(x, icg, pix);
+                gemm::sgemm_packed_a_with(inner_par, 1.0, &weights[g], bm, 0.0, out, pix, &ep);
+                return;
+            }
+            let src = Im2col { p, x, krows, pix };
+            gemm::sgemm_packed_a_src(inner_par, 1.0, &weights[g], &src, 0.0, out, pix, &ep);
+        };
+        let chunk = ocg * pix;
+        if outer_par {
+            output
+                .par_chunks_mut(chunk)
+                .enumerate()
+                .for_each(|(i, o)| one(i, o, false));
+        } else {
+            output
+                .chunks_mut(chunk)
+                .enumerate()
+                .for_each(|(i, o)| one(i, o, true));
+        }
+    }
+
+    fn run_depthwise(&self, w: &[f32], input: &[f32], output: &mut [f32], act: Activation) {
+        let p = &self.p;
+        let (oh, ow) = (p.out_h(), p.out_w());
+        let in_plane = p.in_h * p.in_w;
+        let khw = p.kernel_h * p.kernel_w;
+        let isa = self.isa;
+        let plane = |(idx, out): (usize, &mut [f32])| {
+            let c = idx % p.in_channels;
+            let x = &input[idx * in_plane..(idx + 1) * in_plane];
+            let wc = &w[c * khw..(c + 1) * khw];
+            let b = self.bias.as_ref().map_or(0.0, |v| v[c]);
+            simd::vectorize(isa, || depthwise_plane(p, x, wc, b, out));
+            act.apply_isa(isa, out);
+        };
+        let par = rayon::current_num_threads() > 1 && output.len() * khw >= 1 << 16;
+        if par {
+            output.par_chunks_mut(oh * ow).enumerate().for_each(plane);
+        } else {
+            output.chunks_mut(oh * ow).enumerate().for_each(plane);
+        }
+    }
+}
+
+/// Output columns `ox` whose input column `ox*s + k*d - pad` lies in `0..len`: the range `lo..hi`.
+#[inline(always)]
+fn valid_range(out_len: usize, len: usize, s: usize, kd: usize, pad: usize) -> (usize, usize) {
+    // ix >= 0  ⇔  ox*s >= pad - kd
+    let lo = if pad > kd { (pad - kd).div_ceil(s) } else { 0 };
+    // ix < len ⇔  ox*s < len + pad - kd
+    let hi = if len + pad > kd {
+        (len + pad - kd).div_ceil(s)
+    } else {
+        0
+    };
+    (lo.min(out_len), hi.min(out_len).max(lo.min(out_len)))
+}
+
+/// One depthwise output plane: `out = bias + sum_{ky,kx} w[ky,kx] * shifted(x)`.
+#[inline(always)]
+fn depthwise_plane(p: &Conv2dParams, x: &[f32], w: &[f32], bias: f32, out: &mut [f32]) {
+    let (oh, ow) = (p.out_h(), p.out_w());
+    out.fill(bias);
+    for (oy, orow) in out.chunks_exact_mut(ow).enumerate().take(oh) {
+        for ky in 0..p.kernel_h {
+            let iy = (oy * p.stride_h + ky * p.dilation_h) as isize - p.pad_top as isize;
+            if iy < 0 || iy >= p.in_h as isize {
+                continue;
+            }
+            let irow = &x[iy as usize * p.in_w..(iy as usize + 1) * p.in_w];
+            for kx in 0..p.kernel_w {
+                let wv = w[ky * p.kernel_w + kx];
+                let kd = kx * p.dilation_w;
+                let (lo, hi) = valid_range(ow, p.in_w, p.stride_w, kd, p.pad_left);
+                if lo >= hi {
+                    continue;
+                }
+                let start = lo * p.stride_w + kd - p.pad_left;
+                if p.stride_w == 1 {
+                    let src = &irow[start..start + (hi - lo)];
+                    for (o, &v) in orow[lo..hi].iter_mut().zip(src) {
+                        *o += wv * v;
+                    }
+                } else {
+                    let src = irow[start..].iter().step_by(p.stride_w);
+                    for (o, &v) in orow[lo..hi].iter_mut().zip(src) {
+                        *o += wv * v;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The implicit im2col matrix of one image/group (`k = icg·kh·kw` rows × `pix` columns),
+/// packed straight into GEMM B panels without materialising the column matrix.
+struct Im2col<'a> {
+    p: &'a Conv2dParams,
+    /// The `icg` input planes of the image/group.
+    x: &'a [f32],
+    /// Addressing of every row.
+    krows: &'a [KRow],
+    pix: usize,
+}
+
+impl PanelSource for Im2col<'_> {
+    fn rows(&self) -> usize {
+        self.krows.len()
+    }
+
+    fn cols(&self) -> usize {
+        self.pix
+    }
+
+    fn fill_panel(&self, k0: usize, kc: usize, j0: usize, cols: usize, nr: usize, dst: &mut [f32]) {
+        let p = self.p;
+        let ow = p.out_w();
+        debug_assert!(cols <= nr && nr <= MAX_NR);
+        // Split the pixels j0..j0+cols into runs within one output row:
+        // (first input row without ky, ox0, len, offset in the panel row).
+        let mut segs = [(0isize, 0usize, 0usize, 0usize); MAX_NR];
+        let mut n_segs = 0;
+        let mut d = 0;
+        while d < cols && n_segs < MAX_NR {
+            let pix = j0 + d;
+            let (oy, ox0) = (pix / ow, pix % ow);
+            let run = (ow - ox0).min(cols - d);
+            segs[n_segs] = ((oy * p.stride_h) as isize - p.pad_top as isize, ox0, run, d);
+            n_segs += 1;
+            d += run;
+        }
+        let segs = &segs[..n_segs];
+        for (kr, drow) in self.krows[k0..k0 + kc].iter().zip(dst.chunks_exact_mut(nr)) {
+            let plane = &self.x[kr.plane..kr.plane + p.in_h * p.in_w];
+            for &(iy0, ox0, run, off) in segs {
+                let seg = &mut drow[off..off + run];
+                let iy = iy0 + kr.ky_off as isize;
+                if iy < 0 || iy >= p.in_h as isize {
+                    zero_short(seg);
+                    continue;
+                }
+                let irow = &plane[iy as usize * p.in_w..(iy as usize + 1) * p.in_w];
+                if p.stride_w == 1 && kr.lo <= ox0 && ox0 + run <= kr.hi {
+                    // Interior: one contiguous copy (the common case).
+                    let start = ox0 + kr.kd - p.pad_left;
+                    let src = &irow[start..start + run];
+                    match (
+                        <&mut [f32; MAX_NR]>::try_from(&mut *seg),
+                        <&[f32; MAX_NR]>::try_from(src),
+                    ) {
+                        // Fixed size: compiled to a few vector moves.
+                        (Ok(d), Ok(s)) => *d = *s,
+                        _ => copy_short(seg, src),
+                    }
+                    continue;
+                }
+                let (a, b) = (kr.lo.clamp(ox0, ox0 + run), kr.hi.clamp(ox0, ox0 + run));
+                let (head, rest) = seg.split_at_mut(a - ox0);
+                let (mid, tail) = rest.split_at_mut(b - a);
+                zero_short(head);
+                zero_short(tail);
+                if a < b {
+                    let start = a * p.stride_w + kr.kd - p.pad_left;
+                    if p.stride_w == 1 {
+                        copy_short(mid, &irow[start..start + (b - a)]);
+                    } else {
+                        for (o, &v) in mid.iter_mut().zip(irow[start..].iter().step_by(p.stride_w))
+                        {
+                            *o = v;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Copies a short slice (≤ a few dozen floats) without a `memcpy` call: 8-wide blocks, then
+/// 4/2/1 steps (`dst.len() == src.len()`).
+#[inline(always)]
+fn copy_short(dst: &mut [f32], src: &[f32]) {
+    let mut d = dst.chunks_exact_mut(8);
+    let mut s = src.chunks_exact(8);
+    for (dc, sc) in (&mut d).zip(&mut s) {
+        let block: [f32; 8] = [sc[0], sc[1], sc[2], sc[3], sc[4], sc[5], sc[6], sc[7]];
+        dc.copy_from_slice(&block);
+    }
+    let (mut d, mut s) = (d.into_remainder(), s.remainder());
+    if d.len() >= 4 {
+        d[..4].copy_from_slice(&[s[0], s[1], s[2], s[3]]);
+        (d, s) = (&mut d[4..], &s[4..]);
+    }
+    if d.len() >= 2 {
+        d[..2].copy_from_slice(&[s[0], s[1]]);
+        (d, s) = (&mut d[2..], &s[2..]);
+    }
+    if let (Some(x), Some(&y)) = (d.first_mut(), s.first()) {
+        *x = y;
+    }
+}
+
+/// Zeroes a short slice without a `memset` call.
+#[inline(always)]
+fn zero_short(dst: &mut [f32]) {
+    let mut d = dst.chunks_exact_mut(8);
+    for dc in &mut d {
+        dc.copy_from_slice(&[0.0; 8]);
+    }
+    for x in d.into_remainder() {
+        *x = 0.0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernels::reference::{self, Rng};
+
+    #[allow(clippy::too_many_arguments)]
+    fn params(
+        n: usize,
+        ic: usize,
+        h: usize,
+        w: usize,
+        oc: usize,
+        k: (usize, usize),
+        s: (usize, usize),
+        pad: [usize; 4],
+        d: (usize, usize),
+        g: usize,
+    ) -> Conv2dParams {
+        Conv2dParams {
+            batch: n,
+            in_channels: ic,
+            in_h: h,
+            in_w: w,
+            out_channels: oc,
+            kernel_h: k.0,
+            kernel_w: k.1,
+            stride_h: s.0,
+            stride_w: s.1,
+            pad_top: pad[0],
+            pad_left: pad[1],
+            pad_bottom: pad[2],
+            pad_right: pad[3],
+            dilation_h: d.0,
+            dilation_w: d.1,
+            groups: g,
+        }
+    }
+
+    fn check(isa: Isa, p: Conv2dParams, act: Activation, rng: &mut Rng) {
+        let x = rng.vec(p.input_len());
+        let w = rng.vec(p.weights_len());
+        let bias = rng.vec(p.out_channels);
+        for with_bias in [false, true] {
+            let b = with_bias.then_some(&bias[..]);
+            let mut want = vec![0.0; p.output_len()];
+            reference::conv2d_ref(&p, &x, &w, b, act, &mut want);
+            let conv = Conv2d::with_isa(isa, p, &w, b).unwrap();
+            let mut got = vec![f32::NAN; p.output_len()];
+            conv.run(&x, &mut got, act);
+            let k = (p.in_channels / p.groups * p.kernel_h * p.kernel_w) as f32;
+            for (i, (&g, &e)) in got.iter().zip(&want).enumerate() {
+                assert!(
+                    (g - e).abs() <= 1e-5 * k.sqrt().max(1.0) * (1.0 + e.abs()),
+                    "{isa:?} {p:?} [{i}]: {g} vs {e}"
+                );
+            }
+        }
+    }
+
+    fn all(isa: Isa) {
+        let mut rng = Rng::new(5);
+        let cases = [
+            params(1, 3, 7, 9, 4, (3, 3), (1, 1), [1, 1, 1, 1], (1, 1), 1),
+            params(2, 4, 8, 8, 6, (1, 1), (1, 1), [0, 0, 0, 0], (1, 1), 1),
+            params(2, 4, 8, 8, 6, (1, 1), (2, 2), [0, 0, 0, 0], (1, 1), 2),
+            params(1, 5, 11, 10, 7, (3, 2), (2, 3), [2, 0, 1, 3], (1, 1), 1),
+            params(1, 4, 12, 12, 8, (3, 3), (1, 1), [2, 2, 2, 2], (2, 2), 2),
+            params(3, 6, 9, 7, 6, (3, 3), (1, 1), [1, 1, 1, 1], (1, 1), 6),
+            params(1, 6, 9, 7, 6, (5, 5), (2, 2), [2, 1, 2, 3], (1, 2), 6),
+            params(1, 3, 5, 5, 6, (3, 3), (1, 1), [1, 1, 1, 1], (1, 1), 3),
+            params(1, 2, 4, 4, 3, (5, 5), (1, 1), [0, 0, 0, 0], (1, 1), 1),
+            params(1, 16, 20, 20, 33, (3, 3), (1, 1), [1, 1, 1, 1], (1, 1), 1),
+            params(1, 64, 17, 19, 20, (3, 3), (1, 1), [1, 1, 1, 1], (1, 1), 1),
+            params(1, 1, 1, 40, 5, (1, 7), (1, 1), [0, 3, 0, 3], (1, 1), 1),
+            // More pixels than one GEMM column block (NC).
+            params(1, 2, 70, 70, 3, (3, 3), (1, 1), [1, 1, 1, 1], (1, 1), 1),
+            params(2, 3, 9, 1, 4, (3, 1), (2, 1), [1, 0, 1, 0], (1, 1), 1),
+        ];
+        for p in cases {
+            check(isa, p, Activation::None, &mut rng);
+            check(isa, p, Activation::Relu, &mut rng);
+        }
+    }
+
+    #[test]
+    fn conv_portable() {
+        all(Isa::Portable);
+    }
+
+    #[test]
+    fn conv_avx2() {
+        if let Some(isa) = cpu::test_isa(Isa::Avx2Fma) {
+            all(isa);
+        }
+    }
+
+    #[test]
+    fn conv_avx512() {
+        if let Some(isa) = cpu::test_isa(Isa::Avx512) {
+            all(isa);
+        }
+    }
+
+    #[test]
+    fn hand_computed() {
+        // 1 channel 3x3 input, 2x2 kernel of ones, no pad: sums of 2x2 windows.
+        let p = params(1, 1, 3, 3, 1, (2, 2), (1, 1), [0, 0, 0, 0], (1, 1), 1);
+        let x = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0];
+        let conv = Conv2d::new(p, &[1.0; 4], Some(&[0.5])).unwrap();
+        let mut out = [0.0; 4];
+        conv.run(&x, &mut out, Activation::None);
+        assert_eq!(out, [12.5, 16.5, 24.5, 28.5]);
+        assert_eq!((p.out_h(), p.out_w()), (2, 2));
+        assert!(Conv2d::new(p, &[1.0; 3], None).is_err());
+    }
+
+    #[test]
+    fn large_k() {
+        // K = 2700 spans several KC blocks of the GEMM.
+        let mut rng = Rng::new(9);
+        let p = params(1, 300, 20, 20, 4, (3, 3), (1, 1), [1, 1, 1, 1], (1, 1), 1);
+        check(cpu::isa(), p, Activation::None, &mut rng);
+    }
+}

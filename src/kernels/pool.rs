@@ -1,0 +1,426 @@
+//! 2-D max / average pooling (NCHW) and global pooling, parallel over N×C planes.
+//!
+//! The caller computes `out_h`/`out_w` (this lets it implement `ceil_mode`). Window positions
+//! are `iy = oy*stride_h - pad_top + ky*dilation_h` (same for x); positions outside the input
+//! are ignored by max pooling and counted by average pooling as described on [`avg_pool2d`].
+#![forbid(unsafe_code)]
+
+use rayon::prelude::*;
+
+/// Shape and hyper-parameters of a 2-D pooling.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Pool2dParams {
+    /// N.
+    pub batch: usize,
+    /// C.
+    pub channels: usize,
+    /// Input height.
+    pub in_h: usize,
+    /// Input width.
+    pub in_w: usize,
+    /// Window height.
+    pub kernel_h: usize,
+    /// Window width.
+    pub kernel_w: usize,
+    /// Vertical stride.
+    pub stride_h: usize,
+    /// Horizontal stride.
+    pub stride_w: usize,
+    /// Padding above.
+    pub pad_top: usize,
+    /// Padding on the left.
+    pub pad_left: usize,
+    /// Padding below.
+    pub pad_bottom: usize,
+    /// Padding on the right.
+    pub pad_right: usize,
+    /// Vertical dilation (≥ 1).
+    pub dilation_h: usize,
+    /// Horizontal dilation (≥ 1).
+    pub dilation_w: usize,
+    /// Output height (computed by the caller).
+    pub out_h: usize,
+    /// Output width (computed by the caller).
+    pub out_w: usize,
+}
+
+/// Below this many input+output elements pooling runs on the calling thread.
+const PAR_MIN: usize = 1 << 15;
+
+/// For each output coordinate, the range of window taps `lo..hi` landing in `[lo_bound, hi_bound)`.
+fn tap_ranges(
+    out: usize,
+    k: usize,
+    s: usize,
+    d: usize,
+    pad: usize,
+    lo_bound: isize,
+    hi_bound: isize,
+) -> Vec<(usize, usize)> {
+    (0..out)
+        .map(|o| {
+            let base = (o * s) as isize - pad as isize;
+            let mut lo = k;
+            let mut hi = 0;
+            for t in 0..k {
+                let i = base + (t * d) as isize;
+                if i >= lo_bound && i < hi_bound {
+                    lo = lo.min(t);
+                    hi = t + 1;
+                }
+            }
+            if lo >= hi {
+                (0, 0)
+            } else {
+                (lo, hi)
+            }
+        })
+        .collect()
+}
+
+/// Per-output-coordinate ranges of window taps `lo..hi`.
+type Taps = Vec<(usize, usize)>;
+
+/// Per-axis tap ranges inside the input: (rows, cols).
+fn input_taps(p: &Pool2dParams) -> (Taps, Taps) {
+    (
+        tap_ranges(
+            p.out_h,
+            p.kernel_h,
+            p.stride_h,
+            p.dilation_h,
+            p.pad_top,
+            0,
+            p.in_h as isize,
+        ),
+        tap_ranges(
+            p.out_w,
+            p.kernel_w,
+            p.stride_w,
+            p.dilation_w,
+            p.pad_left,
+            0,
+            p.in_w as isize,
+        ),
+    )
+}
+
+fn check(p: &Pool2dParams, input: &[f32], output: &[f32]) {
+    let planes = p.batch * p.channels;
+    assert_eq!(
+        input.len(),
+        planes * p.in_h * p.in_w,
+        "pool2d: input length"
+    );
+    assert_eq!(
+        output.len(),
+        planes * p.out_h * p.out_w,
+        "pool2d: output length"
+    );
+    assert!(
+        p.stride_h > 0 && p.stride_w > 0 && p.dilation_h > 0 && p.dilation_w > 0,
+        "pool2d: zero stride/dilation"
+    );
+}
+
+/// Runs `f(input_plane, output_plane)` over all planes, in parallel when large.
+fn for_planes(
+    p: &Pool2dParams,
+    input: &[f32],
+    output: &mut [f32],
+    f: impl Fn(&[f32], &mut [f32]) + Sync,
+) {
+    let (ip, op) = (p.in_h * p.in_w, p.out_h * p.out_w);
+    if op == 0 {
+        return;
+    }
+    if ip == 0 {
+        output.fill(0.0);
+        return;
+    }
+    if rayon::current_num_threads() > 1 && input.len() + output.len() >= PAR_MIN {
+        input
+            .par_chunks(ip)
+            .zip(output.par_chunks_mut(op))
+            .for_each(|(i, o)| f(i, o));
+    } else {
+        input
+            .chunks(ip)
+            .zip(output.chunks_mut(op))
+            .for_each(|(i, o)| f(i, o));
+    }
+}
+
+/// Max pooling. Window positions in the padding are ignored; a window that covers no input
+/// element yields `-inf`.
+pub fn max_pool2d(p: &Pool2dParams, input: &[f32], output: &mut [f32]) {
+    check(p, input, output);
+    let (ry, rx) = input_taps(p);
+    let base = |o: usize, s: usize, pad: usize| (o * s) as isize - pad as isize;
+    for_planes(p, input, output, |x, out| {
+        for (oy, orow) in out.chunks_exact_mut(p.out_w).enumerate() {
+            let (ky0, ky1) = ry[oy];
+            let by = base(oy, p.stride_h, p.pad_top);
+            for (ox, o) in orow.iter_mut().enumerate() {
+                let (kx0, kx1) = rx[ox];
+                let bx = base(ox, p.stride_w, p.pad_left);
+                let mut m = f32::NEG_INFINITY;
+                for ky in ky0..ky1 {
+                    let iy = (by + (ky * p.dilation_h) as isize) as usize;
+                    let row = &x[iy * p.in_w..(iy + 1) * p.in_w];
+                    for kx in kx0..kx1 {
+                        let v = row[(bx + (kx * p.dilation_w) as isize) as usize];
+                        m = if v > m || v.is_nan() { v } else { m };
+                    }
+                }
+                *o = m;
+            }
+        }
+    });
+}
+
+/// Average pooling with ONNX semantics: the sum over window positions inside the input,
+/// divided by the number of window positions inside the input, or — when
+/// `count_include_pad` — inside the input extended by the pads (positions beyond the pads, which
+/// `ceil_mode` windows can reach, never count). A window with nothing to count yields 0.
+pub fn avg_pool2d(p: &Pool2dParams, count_include_pad: bool, input: &[f32], output: &mut [f32]) {
+    check(p, input, output);
+    let (ry, rx) = input_taps(p);
+    let (cy, cx) = if count_include_pad {
+        (
+            tap_ranges(
+                p.out_h,
+                p.kernel_h,
+                p.stride_h,
+                p.dilation_h,
+                p.pad_top,
+                -(p.pad_top as isize),
+                (p.in_h + p.pad_bottom) as isize,
+            ),
+            tap_ranges(
+                p.out_w,
+                p.kernel_w,
+                p.stride_w,
+                p.dilation_w,
+                p.pad_left,
+                -(p.pad_left as isize),
+                (p.in_w + p.pad_right) as isize,
+            ),
+        )
+    } else {
+        (ry.clone(), rx.clone())
+    };
+    let base = |o: usize, s: usize, pad: usize| (o * s) as isize - pad as isize;
+    for_planes(p, input, output, |x, out| {
+        for (oy, orow) in out.chunks_exact_mut(p.out_w).enumerate() {
+            let (ky0, ky1) = ry[oy];
+            let by = base(oy, p.stride_h, p.pad_top);
+            let ny = cy[oy].1 - cy[oy].0;
+            for (ox, o) in orow.iter_mut().enumerate() {
+                let (kx0, kx1) = rx[ox];
+                let bx = base(ox, p.stride_w, p.pad_left);
+                let mut s = 0.0f32;
+                for ky in ky0..ky1 {
+                    let iy = (by + (ky * p.dilation_h) as isize) as usize;
+                    let row = &x[iy * p.in_w..(iy + 1) * p.in_w];
+                    for kx in kx0..kx1 {
+                        s += row[(bx + (kx * p.dilation_w) as isize) as usize];
+                    }
+                }
+                let count = ny * (cx[ox].1 - cx[ox].0);
+                *o = if count == 0 { 0.0 } else { s / count as f32 };
+            }
+        }
+    });
+}
+
+/// Runs `f(plane) -> value` for each of `planes` planes of `plane_size` values.
+fn global(
+    planes: usize,
+    plane_size: usize,
+    input: &[f32],
+    output: &mut [f32],
+    f: impl Fn(&[f32]) -> f32 + Sync,
+) {
+    assert_eq!(
+        input.len(),
+        planes * plane_size,
+        "global pool: input length"
+    );
+    assert_eq!(output.len(), planes, "global pool: output length");
+    if plane_size == 0 {
+        output.fill(f(&[]));
+        return;
+    }
+    if rayon::current_num_threads() > 1 && input.len() >= PAR_MIN {
+        output
+            .par_iter_mut()
+            .zip(input.par_chunks(plane_size))
+            .for_each(|(o, x)| *o = f(x));
+    } else {
+        output
+            .iter_mut()
+            .zip(input.chunks(plane_size))
+            .for_each(|(o, x)| *o = f(x));
+    }
+}
+
+/// Sum of a slice with 8 independent accumulators (vectorisable, more accurate than a chain).
+fn sum(x: &[f32]) -> f32 {
+    let mut acc = [0.0f32; 8];
+    let chunks = x.chunks_exact(8);
+    let rest = chunks.remainder();
+    for c in chunks {
+        for (a, &v) in acc.iter_mut().zip(c) {
+            *a += v;
+        }
+    }
+    acc.iter().sum::<f32>() + rest.iter().sum::<f32>()
+}
+
+/// Mean of each of `planes` contiguous planes of `plane_size` values (`GlobalAveragePool`).
+pub fn global_avg_pool(planes: usize, plane_size: usize, input: &[f32], output: &mut [f32]) {
+    global(planes, plane_size, input, output, |x| {
+        if x.is_empty() {
+            0.0
+        } else {
+            sum(x) / x.len() as f32
+        }
+    });
+}
+
+/// Maximum of each of `planes` contiguous planes of `plane_size` values (`GlobalMaxPool`).
+pub fn global_max_pool(planes: usize, plane_size: usize, input: &[f32], output: &mut [f32]) {
+    global(planes, plane_size, input, output, |x| {
+        x.iter().fold(
+            f32::NEG_INFINITY,
+            |m, &v| if v > m || v.is_nan() { v } else { m },
+        )
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernels::reference::{self, Rng};
+
+    /// Output size with optional ceil mode (ONNX rule: the last window must start inside
+    /// input + left pad).
+    fn out(len: usize, k: usize, s: usize, d: usize, pb: usize, pe: usize, ceil: bool) -> usize {
+        let eff = d * (k - 1) + 1;
+        let span = len + pb + pe - eff;
+        let mut o = if ceil {
+            span.div_ceil(s) + 1
+        } else {
+            span / s + 1
+        };
+        if ceil && (o - 1) * s >= len + pb {
+            o -= 1;
+        }
+        o
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn params(
+        n: usize,
+        c: usize,
+        h: usize,
+        w: usize,
+        k: (usize, usize),
+        s: (usize, usize),
+        pad: [usize; 4],
+        d: (usize, usize),
+        ceil: bool,
+    ) -> Pool2dParams {
+        Pool2dParams {
+            batch: n,
+            channels: c,
+            in_h: h,
+            in_w: w,
+            kernel_h: k.0,
+            kernel_w: k.1,
+            stride_h: s.0,
+            stride_w: s.1,
+            pad_top: pad[0],
+            pad_left: pad[1],
+            pad_bottom: pad[2],
+            pad_right: pad[3],
+            dilation_h: d.0,
+            dilation_w: d.1,
+            out_h: out(h, k.0, s.0, d.0, pad[0], pad[2], ceil),
+            out_w: out(w, k.1, s.1, d.1, pad[1], pad[3], ceil),
+        }
+    }
+
+    #[test]
+    fn matches_reference() {
+        let mut rng = Rng::new(1);
+        let cases = [
+            params(1, 3, 8, 8, (2, 2), (2, 2), [0; 4], (1, 1), false),
+            params(2, 5, 7, 9, (3, 3), (2, 2), [1, 1, 1, 1], (1, 1), false),
+            params(2, 5, 7, 9, (3, 3), (2, 2), [1, 1, 1, 1], (1, 1), true),
+            params(1, 2, 6, 6, (3, 3), (2, 2), [0; 4], (1, 1), true),
+            params(1, 2, 10, 11, (3, 2), (3, 2), [2, 1, 0, 1], (2, 1), true),
+            params(1, 4, 5, 5, (5, 5), (1, 1), [2, 2, 2, 2], (1, 1), false),
+            params(1, 64, 56, 56, (3, 3), (2, 2), [1, 1, 1, 1], (1, 1), false),
+        ];
+        for p in cases {
+            let x = rng.vec(p.batch * p.channels * p.in_h * p.in_w);
+            let len = p.batch * p.channels * p.out_h * p.out_w;
+            let (mut want, mut got) = (vec![0.0; len], vec![f32::NAN; len]);
+            reference::max_pool2d_ref(&p, &x, &mut want);
+            max_pool2d(&p, &x, &mut got);
+            assert_eq!(got, want, "max {p:?}");
+            for cip in [false, true] {
+                reference::avg_pool2d_ref(&p, cip, &x, &mut want);
+                avg_pool2d(&p, cip, &x, &mut got);
+                for (g, w) in got.iter().zip(&want) {
+                    assert!((g - w).abs() < 1e-6, "avg cip={cip} {p:?}: {g} vs {w}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn hand_computed() {
+        // 1x1x3x3, 2x2 window stride 1 with ceil pad: corners.
+        let x = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0];
+        let p = params(1, 1, 3, 3, (2, 2), (2, 2), [0; 4], (1, 1), true);
+        assert_eq!((p.out_h, p.out_w), (2, 2));
+        let mut o = [0.0; 4];
+        max_pool2d(&p, &x, &mut o);
+        assert_eq!(o, [5.0, 6.0, 8.0, 9.0]);
+        avg_pool2d(&p, false, &x, &mut o);
+        assert_eq!(o, [3.0, 4.5, 7.5, 9.0]);
+        // count_include_pad without pads: the ceil window beyond the input is not counted.
+        avg_pool2d(&p, true, &x, &mut o);
+        assert_eq!(o, [3.0, 4.5, 7.5, 9.0]);
+        // pad 1 all round, 3x3 window, stride 1 at the corner: 4 inside, 9 with pads.
+        let p = params(1, 1, 3, 3, (3, 3), (1, 1), [1; 4], (1, 1), false);
+        let mut o = [0.0; 9];
+        avg_pool2d(&p, true, &x, &mut o);
+        assert_eq!(o[0], 12.0 / 9.0);
+        avg_pool2d(&p, false, &x, &mut o);
+        assert_eq!(o[0], 3.0);
+    }
+
+    #[test]
+    fn global_pools() {
+        let mut rng = Rng::new(2);
+        for &(planes, size) in &[(1, 1), (3, 7), (64, 49), (512, 100)] {
+            let x = rng.vec(planes * size);
+            let (mut want, mut got) = (vec![0.0; planes], vec![0.0; planes]);
+            reference::global_avg_pool_ref(planes, size, &x, &mut want);
+            global_avg_pool(planes, size, &x, &mut got);
+            for (g, w) in got.iter().zip(&want) {
+                assert!((g - w).abs() < 1e-6);
+            }
+            reference::global_max_pool_ref(planes, size, &x, &mut want);
+            global_max_pool(planes, size, &x, &mut got);
+            assert_eq!(got, want);
+        }
+        let mut o = [0.0; 2];
+        global_avg_pool(2, 2, &[1.0, 2.0, 3.0, 5.0], &mut o);
+        assert_eq!(o, [1.5, 4.0]);
+    }
+}
