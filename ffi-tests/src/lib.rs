@@ -327,12 +327,14 @@ pub fn api() -> &'static Api {
 
 /// The directory holding the generated test models and expected outputs (made once).
 ///
-/// Runs `ffi-tests/models/make_test_models.py` with env `ONNXIFI_TEST_PYTHON` or `.venv/`.
+/// Runs `ffi-tests/models/make_test_models.py` with env `ONNXIFI_TEST_PYTHON` (or
+/// `ONNXIFI_RUST_PYTHON`), else `.venv/bin/python`.
 pub fn models() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
         let root = repo_root();
         let python = std::env::var_os("ONNXIFI_TEST_PYTHON")
+            .or_else(|| std::env::var_os("ONNXIFI_RUST_PYTHON"))
             .map(PathBuf::from)
             .unwrap_or_else(|| root.join(".venv/bin/python"));
         assert!(
