@@ -1,0 +1,132 @@
+//! Tests of the `onnxifi-run` CLI as a user runs it: the release binary (env `ONNXIFI_RUN_BIN`
+//! overrides) with `--lib` pointing at the library under test; printed outputs are compared
+//! with onnxruntime's, computed at test time.
+
+use onnxifi_ffi_tests::{library_path, models, read_f32, repo_root};
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+/// The CLI binary; panics with instructions when it has not been built.
+fn cli() -> PathBuf {
+    let p = std::env::var_os("ONNXIFI_RUN_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root().join("target/release/onnxifi-run"));
+    assert!(
+        p.exists(),
+        "{} does not exist: run `cargo build --release` first (or set ONNXIFI_RUN_BIN)",
+        p.display()
+    );
+    p
+}
+
+fn run_cli(args: &[&str]) -> Output {
+    let lib = library_path();
+    assert!(
+        lib.exists(),
+        "{}: run `cargo build --release` first",
+        lib.display()
+    );
+    Command::new(cli())
+        .arg("--lib")
+        .arg(lib)
+        .args(args)
+        .current_dir(repo_root())
+        .output()
+        .expect("cannot start onnxifi-run")
+}
+
+/// The values printed on the `output NAME ...: [v, ...]` line.
+fn printed_values(out: &Output, name: &str) -> Vec<f32> {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "onnxifi-run failed: {}\n{stdout}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with(&format!("output {name} ")))
+        .unwrap_or_else(|| panic!("no output line for {name}:\n{stdout}"));
+    let list = &line[line.find('[').expect("shape")..];
+    let values = &list[list.rfind('[').expect("values") + 1..list.rfind(']').expect("values")];
+    values
+        .split(", ")
+        .filter(|v| *v != "...")
+        .map(|v| v.parse().expect("a number"))
+        .collect()
+}
+
+fn assert_printed(got: &[f32], want: &[f32]) {
+    assert!(!got.is_empty());
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        assert!((g - w).abs() <= 2e-6, "[{i}] printed {g}, expected {w}");
+    }
+}
+
+#[test]
+fn run_small_cnn_prints_onnxruntime_values() {
+    let out = run_cli(&["run", "examples/small_cnn.onnx", "--repeat", "3"]);
+    let got = printed_values(&out, "probs");
+    assert_eq!(got.len(), 10);
+    assert_printed(&got, &read_f32("small_cnn.b1.out.bin"));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("output probs [1, 10] float32"), "{stdout}");
+    assert!(stdout.contains("latency over 3 run(s)"), "{stdout}");
+    assert!(
+        stdout.lines().any(|l| l.starts_with("backend: ")),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn run_dynamic_batch_with_dim_and_input_file() {
+    let input = models().join("cli_input_b2.bin");
+    let x = onnxifi_ffi_tests::deterministic_input(2 * 3 * 16 * 16);
+    let bytes: Vec<u8> = x.iter().flat_map(|v| v.to_le_bytes()).collect();
+    std::fs::write(&input, bytes).expect("write input");
+    let model = models().join("small_cnn_dynamic.onnx");
+    let out = run_cli(&[
+        "run",
+        model.to_str().expect("utf-8 path"),
+        "--dim",
+        "N=2",
+        "--input",
+        &format!("input={}", input.display()),
+        "--repeat",
+        "1",
+    ]);
+    let got = printed_values(&out, "probs");
+    assert_printed(&got, &read_f32("small_cnn.b2.out.bin"));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("output probs [2, 10] float32"));
+}
+
+#[test]
+fn run_rejects_bad_arguments() {
+    for args in [
+        vec!["frobnicate"],
+        vec!["run"],
+        vec!["run", "examples/small_cnn.onnx", "--repeat", "0"],
+        vec![
+            "run",
+            "examples/small_cnn.onnx",
+            "--input",
+            "nosuch=/dev/null",
+        ],
+        vec![
+            "run",
+            "examples/small_cnn.onnx",
+            "--input",
+            "input=/dev/null",
+        ],
+        vec!["run", "/nonexistent/model.onnx"],
+    ] {
+        let out = run_cli(&args);
+        assert!(!out.status.success(), "{args:?} succeeded");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).starts_with("onnxifi-run: "),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
