@@ -3,6 +3,7 @@
 //! The crate builds as a C shared library (`libonnxifi-rust.so`) whose only door is [`ffi`];
 //! everything below it is safe Rust. See `ARCHITECTURE.md` for the layers.
 
+pub mod check;
 pub mod error;
 pub mod model;
 
