@@ -478,11 +478,14 @@ impl<'m> Ctx<'m> {
             }
             match outer.map_or(Lookup::Missing, |o| o.lookup(n)) {
                 Lookup::Visible => free.push(n),
-                Lookup::Later { loc: oloc, node } => self.push(
-                    Rule::SubgraphScoping,
-                    vloc,
-                    format!("output '{n}' refers to a value that {oloc} defines only at node #{node}, at or after the owning node"),
-                ),
+                Lookup::Later { loc: oloc, node } => {
+                    free.push(n);
+                    self.push(
+                        Rule::SubgraphScoping,
+                        vloc,
+                        format!("output '{n}' refers to a value that {oloc} defines only at node #{node}, at or after the owning node"),
+                    )
+                }
                 Lookup::Missing => self.push(
                     Rule::OutputNotProduced,
                     vloc,
@@ -574,6 +577,9 @@ impl<'m> Ctx<'m> {
                     }
                     None => {
                         defs.insert(o.as_str(), Def::Node(i));
+                        if self.opts.pedantic {
+                            self.ident(o, "value name", &node_loc(loc, node, i));
+                        }
                         if outer.is_some() {
                             let nloc = node_loc(loc, node, i);
                             self.shadow(o, outer, clash_rule, &nloc, "node output");
@@ -624,11 +630,15 @@ impl<'m> Ctx<'m> {
                     Some(_) => {}
                     None => match outer.map_or(Lookup::Missing, |o| o.lookup(n)) {
                         Lookup::Visible => free.push(n),
-                        Lookup::Later { loc: oloc, node: j } => cx.push(
-                            Rule::SubgraphScoping,
-                            nloc.clone(),
-                            format!("{how} '{n}' refers to a value that {oloc} produces only at node #{j}, at or after the node owning this graph"),
-                        ),
+                        Lookup::Later { loc: oloc, node: j } => {
+                            // Still a dependency of the owning node, for the cycle check.
+                            free.push(n);
+                            cx.push(
+                                Rule::SubgraphScoping,
+                                nloc.clone(),
+                                format!("{how} '{n}' refers to a value that {oloc} produces only at node #{j}, at or after the node owning this graph"),
+                            )
+                        }
                         Lookup::Missing => cx.push(
                             Rule::InputNotProduced,
                             nloc.clone(),
