@@ -20,6 +20,9 @@ fn main() {
     let map = manifest.join("packaging").join("onnxifi-rust.map");
     if std::env::var("CARGO_CFG_TARGET_OS").as_deref() == Ok("linux") {
         println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libonnxifi-rust.so");
-        println!("cargo:rustc-cdylib-link-arg=-Wl,--version-script={}", map.display());
+        println!(
+            "cargo:rustc-cdylib-link-arg=-Wl,--version-script={}",
+            map.display()
+        );
     }
 }

@@ -6,4 +6,3 @@
 pub mod check;
 pub mod error;
 pub mod model;
-

@@ -175,7 +175,8 @@ fn valid_models_are_not_flagged() {
 fn optional_empty_inputs_are_allowed() {
     let mut m = base();
     let g = m.graph.as_mut().unwrap();
-    g.node.push(node("Clip", "clip1", &["Y", "", ""], &["Z", ""]));
+    g.node
+        .push(node("Clip", "clip1", &["Y", "", ""], &["Z", ""]));
     g.output.push(vi("Z", FLOAT, &[2, 3]));
     assert!(check_model(&m).is_empty(), "{:#?}", check_model(&m));
 }
@@ -228,7 +229,9 @@ fn nested_locations_name_the_path() {
         v[0].location,
         "graph 'main' node 'if1' (#1) attribute 'then_branch' graph 'then_g' node 'then_g_n' (#0)"
     );
-    assert!(v[0].to_string().starts_with("[input-not-produced] graph 'main'"));
+    assert!(v[0]
+        .to_string()
+        .starts_with("[input-not-produced] graph 'main'"));
 }
 
 #[test]
@@ -380,7 +383,8 @@ fn wide_graphs_are_checked_in_linear_time() {
     let mut prev = "Y".to_string();
     for i in 0..20_000 {
         let out = format!("v{i}");
-        g.node.push(node("Relu", &format!("n{i}"), &[&prev], &[&out]));
+        g.node
+            .push(node("Relu", &format!("n{i}"), &[&prev], &[&out]));
         prev = out;
     }
     g.output[0] = vi(&prev, FLOAT, &[2, 3]);
@@ -410,5 +414,9 @@ fn single_node_graph_check_is_fast() {
         assert!(check_model(&m).is_empty());
     }
     // Generous bound (debug build, shared machine): well under a millisecond each.
-    assert!(t.elapsed().as_millis() < 1000, "1000 checks took {:?}", t.elapsed());
+    assert!(
+        t.elapsed().as_millis() < 1000,
+        "1000 checks took {:?}",
+        t.elapsed()
+    );
 }

@@ -22,6 +22,9 @@ pub fn decode(bytes: &[u8]) -> Result<onnx::ModelProto> {
         return Err(Error::new(Status::InvalidSize, "the model exceeds 2 GiB"));
     }
     onnx::ModelProto::decode(bytes).map_err(|e| {
-        Error::new(Status::InvalidProtobuf, format!("not a valid ModelProto: {e}"))
+        Error::new(
+            Status::InvalidProtobuf,
+            format!("not a valid ModelProto: {e}"),
+        )
     })
 }

@@ -347,7 +347,11 @@ impl Ctx<'_> {
             );
         }
         if d.is_some_and(|d| d.field == Field::String) {
-            self.push(rule, loc, "a STRING tensor cannot be stored externally".into());
+            self.push(
+                rule,
+                loc,
+                "a STRING tensor cannot be stored externally".into(),
+            );
         }
         let mut keys: HashSet<&str> = HashSet::new();
         let mut has_location = false;
@@ -355,7 +359,11 @@ impl Ctx<'_> {
             let key = e.key.as_deref().unwrap_or("");
             let value = e.value.as_deref().unwrap_or("");
             if !keys.insert(key) {
-                self.push(rule, loc, format!("external_data key '{key}' is given twice"));
+                self.push(
+                    rule,
+                    loc,
+                    format!("external_data key '{key}' is given twice"),
+                );
             }
             match key {
                 "location" => {
@@ -371,9 +379,8 @@ impl Ctx<'_> {
                         format!("external {key} '{value}' is not a non-negative integer"),
                     ),
                     Some(len) if key == "length" => {
-                        let want = d.and_then(|d| {
-                            numel?.checked_mul(d.bits).map(|b| div_ceil(b, 8))
-                        });
+                        let want =
+                            d.and_then(|d| numel?.checked_mul(d.bits).map(|b| div_ceil(b, 8)));
                         if d.is_some_and(|d| d.bits > 0) && want.is_some_and(|w| w != len) {
                             self.push(
                                 Rule::InitializerDimsMatchData,
@@ -476,9 +483,7 @@ impl Ctx<'_> {
         let mut prev: Option<&[i64]> = None;
         for (k, row) in idx.chunks(width).enumerate() {
             let in_range = if two_d {
-                row.iter()
-                    .zip(&sp.dims)
-                    .all(|(&i, &d)| i >= 0 && i < d)
+                row.iter().zip(&sp.dims).all(|(&i, &d)| i >= 0 && i < d)
             } else {
                 row[0] >= 0 && (row[0] as u64) < dense
             };
@@ -494,7 +499,9 @@ impl Ctx<'_> {
                 self.push(
                     rule,
                     loc,
-                    format!("index #{k} {row:?} is not after the previous one (indices must ascend)"),
+                    format!(
+                        "index #{k} {row:?} is not after the previous one (indices must ascend)"
+                    ),
                 );
                 return;
             }
@@ -650,7 +657,10 @@ mod tests {
     fn data_types() {
         assert!(dtype(0).is_none());
         assert!(dtype(29).is_none());
-        assert_eq!(dtype(22).map(|d| (d.pack, d.bits, d.min_ir)), Some((2, 4, 10)));
+        assert_eq!(
+            dtype(22).map(|d| (d.pack, d.bits, d.min_ir)),
+            Some((2, 4, 10))
+        );
         assert_eq!(dtype(15).map(|d| (d.mult, d.bits)), Some((2, 128)));
         assert!(is_map_key(7) && is_map_key(8) && !is_map_key(1));
     }

@@ -169,7 +169,10 @@ impl<'m> Ctx<'m> {
             self.push(
                 Rule::IrVersionFeatures,
                 location,
-                format!("{what} needs IR version {min}, but the model declares {}", self.ir),
+                format!(
+                    "{what} needs IR version {min}, but the model declares {}",
+                    self.ir
+                ),
             );
         }
     }
@@ -204,7 +207,11 @@ impl<'m> Ctx<'m> {
         if self.enabled(Rule::ModelDomain) {
             let d = s(&m.domain);
             if d.is_empty() {
-                self.push(Rule::ModelDomain, loc, "the model specifies no domain".into());
+                self.push(
+                    Rule::ModelDomain,
+                    loc,
+                    "the model specifies no domain".into(),
+                );
             } else if !is_reverse_dns(d) {
                 self.push(
                     Rule::ModelDomain,
@@ -222,18 +229,9 @@ impl<'m> Ctx<'m> {
                     loc,
                     "the model imports no operator set".into(),
                 );
-            } else if !opsets.contains_key("") {
-                self.push(
-                    Rule::OpsetImported,
-                    loc,
-                    "the model does not import the default (ai.onnx) operator set".into(),
-                );
             }
         }
 
-        if !m.metadata_props.is_empty() && m.ir_version.is_some_and(|v| v < 3) {
-            // metadata_props exists since IR 1 on the model; nothing to check.
-        }
         self.device_configurations(m);
 
         if !m.functions.is_empty() {
@@ -320,7 +318,9 @@ impl<'m> Ctx<'m> {
             self.push(Rule::GraphName, loc, "the graph has no name".into());
         } else {
             self.ident(name, "graph name", loc);
-            if let Some(first) = self.graph_names.get(name) {
+            if !self.enabled(Rule::UniqueGraphNames) {
+                // pedantic only
+            } else if let Some(first) = self.graph_names.get(name) {
                 let first = first.clone();
                 self.push(
                     Rule::UniqueGraphNames,
@@ -334,7 +334,10 @@ impl<'m> Ctx<'m> {
         if !g.metadata_props.is_empty() {
             self.need_ir(10, "graph metadata_props", loc);
         }
-        let top = matches!(kind, Kind::Main | Kind::TrainingInit | Kind::TrainingAlgorithm);
+        let top = matches!(
+            kind,
+            Kind::Main | Kind::TrainingInit | Kind::TrainingAlgorithm
+        );
         // For the algorithm graph, clashes with the main graph break single assignment of the
         // combined graph; for nested graphs they are shadowing.
         let clash_rule = match kind {
@@ -384,7 +387,11 @@ impl<'m> Ctx<'m> {
                 self.sparse(&g.sparse_initializer[idx], &iloc);
             }
             if n.is_empty() {
-                self.push(Rule::InitializerNamed, iloc, format!("the {what} has no name"));
+                self.push(
+                    Rule::InitializerNamed,
+                    iloc,
+                    format!("the {what} has no name"),
+                );
                 continue;
             }
             self.ident(n, "initializer name", &iloc);
@@ -403,7 +410,9 @@ impl<'m> Ctx<'m> {
                             self.push(
                                 Rule::SubgraphInitializerNotInput,
                                 iloc,
-                                format!("'{n}' is both an input and an initializer of a nested graph"),
+                                format!(
+                                    "'{n}' is both an input and an initializer of a nested graph"
+                                ),
                             );
                         } else {
                             init_inputs.push(pos);
@@ -730,7 +739,10 @@ impl<'m> Ctx<'m> {
         self.push(
             Rule::NoCycles,
             node_loc(loc, &nodes[cur], cur),
-            format!("node dependencies form a cycle through nodes {}", list.join(", ")),
+            format!(
+                "node dependencies form a cycle through nodes {}",
+                list.join(", ")
+            ),
         );
     }
 
@@ -864,7 +876,10 @@ impl<'m> Ctx<'m> {
             self.push(
                 Rule::AttributeOneValue,
                 aloc,
-                format!("the attribute sets several value fields ({})", names.join(", ")),
+                format!(
+                    "the attribute sets several value fields ({})",
+                    names.join(", ")
+                ),
             );
         } else if is_ref && !used.is_empty() {
             self.push(
@@ -887,7 +902,13 @@ impl<'m> Ctx<'m> {
         } else if let (Some(t), []) = (declared, used.as_slice()) {
             let scalar = matches!(
                 t,
-                T::Float | T::Int | T::String | T::Tensor | T::Graph | T::SparseTensor | T::TypeProto
+                T::Float
+                    | T::Int
+                    | T::String
+                    | T::Tensor
+                    | T::Graph
+                    | T::SparseTensor
+                    | T::TypeProto
             );
             if scalar && !is_ref {
                 self.push(
@@ -1104,7 +1125,11 @@ impl<'m> Ctx<'m> {
     }
 
     /// Reports model-local functions that call themselves, directly or through others.
-    fn function_calls(&mut self, fs: &'m [FunctionProto], ids: &HashMap<(&str, &str, &str), usize>) {
+    fn function_calls(
+        &mut self,
+        fs: &'m [FunctionProto],
+        ids: &HashMap<(&str, &str, &str), usize>,
+    ) {
         if fs.is_empty() {
             return;
         }
@@ -1403,7 +1428,9 @@ impl<'m> Ctx<'m> {
                                     self.push(
                                         Rule::DeviceConfigWellformed,
                                         dloc.clone(),
-                                        format!("a simple_sharding of '{t}' has no positive num_shards"),
+                                        format!(
+                                            "a simple_sharding of '{t}' has no positive num_shards"
+                                        ),
                                     );
                                 }
                             }
