@@ -595,14 +595,14 @@ impl Ctx<'_> {
                     loc,
                     format!("dimension #{k} has negative size {v}"),
                 ),
-                Some(Dim::DimParam(p)) if self.enabled(Rule::CIdentifierNames) => {
-                    if !is_c_identifier(p) {
-                        self.push(
-                            Rule::CIdentifierNames,
-                            loc,
-                            format!("dimension variable '{p}' is not a C identifier"),
-                        );
-                    }
+                Some(Dim::DimParam(p))
+                    if self.enabled(Rule::CIdentifierNames) && !is_c_identifier(p) =>
+                {
+                    self.push(
+                        Rule::CIdentifierNames,
+                        loc,
+                        format!("dimension variable '{p}' is not a C identifier"),
+                    );
                 }
                 _ => {}
             }

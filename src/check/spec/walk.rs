@@ -222,14 +222,12 @@ impl<'m> Ctx<'m> {
         }
 
         let opsets = self.opsets(&m.opset_import, "model");
-        if !self.pre_opsets {
-            if m.opset_import.is_empty() {
-                self.push(
-                    Rule::OpsetImported,
-                    loc,
-                    "the model imports no operator set".into(),
-                );
-            }
+        if !self.pre_opsets && m.opset_import.is_empty() {
+            self.push(
+                Rule::OpsetImported,
+                loc,
+                "the model imports no operator set".into(),
+            );
         }
 
         self.device_configurations(m);
@@ -237,7 +235,7 @@ impl<'m> Ctx<'m> {
         if !m.functions.is_empty() {
             self.need_ir(8, "model-local functions", loc);
         }
-        self.functions(&m.functions, &opsets);
+        self.functions(&m.functions);
 
         let env = Env {
             opsets: &opsets,
@@ -319,7 +317,7 @@ impl<'m> Ctx<'m> {
         } else {
             self.ident(name, "graph name", loc);
             if !self.enabled(Rule::UniqueGraphNames) {
-                // pedantic only
+                // Pedantic: not tracked unless asked for.
             } else if let Some(first) = self.graph_names.get(name) {
                 let first = first.clone();
                 self.push(
@@ -979,8 +977,7 @@ impl<'m> Ctx<'m> {
     }
 
     /// Checks the model-local functions: each one, their ids, and their call graph.
-    fn functions(&mut self, fs: &'m [FunctionProto], model_opsets: &Opsets<'m>) {
-        let _ = model_opsets;
+    fn functions(&mut self, fs: &'m [FunctionProto]) {
         let mut ids: HashMap<(&str, &str, &str), usize> = HashMap::new();
         for (i, f) in fs.iter().enumerate() {
             let floc = format!("function '{}' (#{i})", s(&f.name));
@@ -1174,24 +1171,22 @@ impl<'m> Ctx<'m> {
                             colour[g] = 1;
                             stack.push((g, 0));
                         }
-                        1 => {
-                            if !reported[g] {
-                                reported[g] = true;
-                                let path: Vec<&str> = stack
-                                    .iter()
-                                    .skip_while(|(h, _)| *h != g)
-                                    .map(|(h, _)| s(&fs[*h].name))
-                                    .collect();
-                                self.push(
-                                    Rule::FunctionsAcyclic,
-                                    format!("function '{}' (#{g})", s(&fs[g].name)),
-                                    format!(
-                                        "the function calls itself through {} -> {}",
-                                        path.join(" -> "),
-                                        s(&fs[g].name)
-                                    ),
-                                );
-                            }
+                        1 if !reported[g] => {
+                            reported[g] = true;
+                            let path: Vec<&str> = stack
+                                .iter()
+                                .skip_while(|(h, _)| *h != g)
+                                .map(|(h, _)| s(&fs[*h].name))
+                                .collect();
+                            self.push(
+                                Rule::FunctionsAcyclic,
+                                format!("function '{}' (#{g})", s(&fs[g].name)),
+                                format!(
+                                    "the function calls itself through {} -> {}",
+                                    path.join(" -> "),
+                                    s(&fs[g].name)
+                                ),
+                            );
                         }
                         _ => {}
                     }
