@@ -32,10 +32,13 @@ fn backend_test_models_pass_the_spec_checker() {
     let mut ours_fail = Vec::new();
     let mut theirs_fail = Vec::new();
     let mut by_kind: std::collections::BTreeMap<String, (usize, usize)> = Default::default();
+    let mut spent = std::time::Duration::ZERO;
     for (path, theirs) in &verdicts {
         let bytes = std::fs::read(path).expect("model readable");
         let m = decode(&bytes).expect("backend model decodes");
+        let t = std::time::Instant::now();
         let v = check_model(&m);
+        spent += t.elapsed();
         let dir = path
             .parent()
             .and_then(|p| p.file_name())
@@ -59,7 +62,11 @@ fn backend_test_models_pass_the_spec_checker() {
             theirs_fail.push((dir, msg.clone()));
         }
     }
-    eprintln!("backend models: {} in all", verdicts.len());
+    eprintln!(
+        "backend models: {} in all, checked in {spent:?} ({:?} each on average)",
+        verdicts.len(),
+        spent / verdicts.len() as u32
+    );
     for (kind, (n, ok)) in &by_kind {
         eprintln!("  {kind}: {ok}/{n} pass the spec checker");
     }

@@ -101,6 +101,7 @@ variant_tests!(
     external_with_inline_values,
     sparse_index_out_of_range,
     function_input_twice,
+    function_value_info_unknown_name,
     function_body_reads_unknown,
     function_output_not_produced,
     function_defined_twice,
@@ -418,5 +419,31 @@ fn single_node_graph_check_is_fast() {
         t.elapsed().as_millis() < 1000,
         "1000 checks took {:?}",
         t.elapsed()
+    );
+}
+
+#[test]
+fn depth_limited_walk_fits_a_small_thread_stack() {
+    // The checker runs on the caller's thread; 64 nested graphs must fit in 1 MiB of stack.
+    let all = variants();
+    let deep = all
+        .iter()
+        .find(|v| v.name == "graphs_nested_too_deep")
+        .expect("variant exists");
+    let m = (deep.build)();
+    let rules = std::thread::Builder::new()
+        .stack_size(1 << 20)
+        .spawn(move || {
+            check_model(&m)
+                .into_iter()
+                .map(|v| v.rule)
+                .collect::<Vec<_>>()
+        })
+        .expect("thread starts")
+        .join()
+        .expect("no stack overflow");
+    assert!(
+        !rules.is_empty() && rules.iter().all(|r| *r == Rule::GraphDepthLimit),
+        "{rules:?}"
     );
 }

@@ -619,6 +619,11 @@ pub fn variants() -> Vec<Variant> {
             m.functions[0].input.push("x".into());
             m
         }),
+        lenient("function_value_info_unknown_name", FunctionsWellformed, || {
+            let mut m = with_function();
+            m.functions[0].value_info.push(vi("elsewhere", FLOAT, &[2, 3]));
+            m
+        }, "onnx.checker does not relate function value_info to the body; the proto requires the names to refer to values of the function"),
         v("function_body_reads_unknown", InputNotProduced, || {
             let mut m = with_function();
             m.functions[0].node[0].input[0] = "z".into();

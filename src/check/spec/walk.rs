@@ -1119,6 +1119,17 @@ impl<'m> Ctx<'m> {
                 );
             }
         }
+        // value_info entries describe values of this function.
+        for (i, vi) in f.value_info.iter().enumerate() {
+            let n = s(&vi.name);
+            if !n.is_empty() && !defs.contains_key(n) {
+                self.push(
+                    Rule::FunctionsWellformed,
+                    format!("{floc} value_info '{n}' (#{i})"),
+                    format!("value_info '{n}' names no input, output or value of the function"),
+                );
+            }
+        }
     }
 
     /// Reports model-local functions that call themselves, directly or through others.
