@@ -447,3 +447,41 @@ fn depth_limited_walk_fits_a_small_thread_stack() {
         "{rules:?}"
     );
 }
+
+#[test]
+fn training_initialization_may_name_outputs_after_state_variables() {
+    let mut m = with_training();
+    let ti = &mut m.training_info[0];
+    let init = ti.initialization.as_mut().unwrap();
+    init.node[0].output[0] = "B".into();
+    init.output[0].name = so("B");
+    ti.initialization_binding[0] = kv("B", "B");
+    assert!(check_model(&m).is_empty(), "{:#?}", check_model(&m));
+}
+
+#[test]
+fn training_algorithm_may_not_redefine_main_values() {
+    let mut m = with_training();
+    let algo = m.training_info[0].algorithm.as_mut().unwrap();
+    algo.node[0].output[0] = "A".into();
+    algo.output[0].name = so("A");
+    m.training_info[0].update_binding[0] = kv("B", "A");
+    let rules: Vec<Rule> = check_model(&m).iter().map(|v| v.rule).collect();
+    assert_eq!(rules, vec![Rule::SsaSingleProducer]);
+}
+
+#[test]
+fn huge_depth_option_is_capped() {
+    let all = variants();
+    let deep = all
+        .iter()
+        .find(|v| v.name == "graphs_nested_too_deep")
+        .expect("variant exists");
+    let m = (deep.build)();
+    let opts = Options {
+        max_depth: usize::MAX,
+        ..Options::default()
+    };
+    // 71 levels are below the cap of 256: nothing to report, and no overflow.
+    assert!(check_model_with(&m, &opts).is_empty());
+}

@@ -297,12 +297,16 @@ impl fmt::Display for Violation {
 pub struct Options {
     /// Also check [`Level::Pedantic`] rules.
     pub pedantic: bool,
-    /// How deep graphs (and types) may nest; deeper ones are reported, not entered.
+    /// How deep graphs (and types) may nest; deeper ones are reported, not entered. Values above
+    /// [`MAX_DEPTH_CAP`] are treated as that cap, to bound the stack the walk needs.
     pub max_depth: usize,
 }
 
-/// The default nesting limit for graphs and types.
+/// The default nesting limit for graphs and types (fits in a 1 MiB thread stack).
 pub const DEFAULT_MAX_DEPTH: usize = 64;
+
+/// The largest nesting limit honoured, whatever [`Options::max_depth`] says.
+pub const MAX_DEPTH_CAP: usize = 256;
 
 impl Default for Options {
     fn default() -> Self {

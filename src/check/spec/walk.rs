@@ -121,7 +121,10 @@ pub(crate) fn check(m: &ModelProto, opts: &Options) -> Vec<Violation> {
         _ => MAX_IR_VERSION,
     };
     let mut cx = Ctx {
-        opts: *opts,
+        opts: Options {
+            max_depth: opts.max_depth.min(super::MAX_DEPTH_CAP),
+            ..*opts
+        },
         ir,
         pre_opsets: matches!(m.ir_version, Some(v) if (1..3).contains(&v)),
         out: Vec::new(),
@@ -337,10 +340,12 @@ impl<'m> Ctx<'m> {
             Kind::Main | Kind::TrainingInit | Kind::TrainingAlgorithm
         );
         // For the algorithm graph, clashes with the main graph break single assignment of the
-        // combined graph; for nested graphs they are shadowing.
+        // combined graph; for nested graphs they are shadowing. The initialization graph runs on
+        // its own and may reuse the names of the state variables it computes.
         let clash_rule = match kind {
-            Kind::TrainingAlgorithm => Rule::SsaSingleProducer,
-            _ => Rule::SubgraphScoping,
+            Kind::TrainingAlgorithm => Some(Rule::SsaSingleProducer),
+            Kind::TrainingInit => None,
+            Kind::Main | Kind::Nested => Some(Rule::SubgraphScoping),
         };
 
         let mut defs: HashMap<&'m str, Def> = HashMap::new();
@@ -508,11 +513,11 @@ impl<'m> Ctx<'m> {
         &mut self,
         name: &str,
         outer: Option<&Scope<'_, 'm>>,
-        rule: Rule,
+        rule: Option<Rule>,
         loc: &str,
         what: &str,
     ) {
-        if let Some(o) = outer {
+        if let (Some(o), Some(rule)) = (outer, rule) {
             if let Lookup::Visible = o.lookup(name) {
                 self.push(
                     rule,
@@ -559,7 +564,7 @@ impl<'m> Ctx<'m> {
         loc: &str,
         outer: Option<&Scope<'_, 'm>>,
         env: Env<'_, 'm>,
-        clash_rule: Rule,
+        clash_rule: Option<Rule>,
         free: &mut Vec<&'m str>,
     ) {
         // Definitions made by node outputs.
@@ -1084,15 +1089,7 @@ impl<'m> Ctx<'m> {
                 );
             }
         }
-        self.body(
-            &f.node,
-            &mut defs,
-            floc,
-            None,
-            env,
-            Rule::SubgraphScoping,
-            &mut unused,
-        );
+        self.body(&f.node, &mut defs, floc, None, env, None, &mut unused);
         let mut outs: HashSet<&str> = HashSet::new();
         for (i, n) in f.output.iter().enumerate() {
             let oloc = format!("{floc} output '{n}' (#{i})");
