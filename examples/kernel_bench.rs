@@ -31,10 +31,7 @@ fn main() {
     let isas: Vec<Isa> = [Isa::Avx512, Isa::Avx2Fma, Isa::Portable]
         .into_iter()
         .filter(|&i| cpu::supported(i))
-        .filter(|&i| {
-            want.as_deref()
-                .map_or(true, |w| cpu::name(i).starts_with(w))
-        })
+        .filter(|&i| want.as_deref().is_none_or(|w| cpu::name(i).starts_with(w)))
         .collect();
     let mut rng = Rng::new(1);
     let mut cases = Vec::new();

@@ -10,9 +10,9 @@ cd "$(dirname "$0")/.."
 bash scripts/setup-test-env.sh
 export ONNXIFI_RUST_PYTHON="$PWD/.venv/bin/python"
 
-if [ ! -f .testdata/node/.complete ]; then
+if [ ! -f .testdata/node.complete ]; then
   "$ONNXIFI_RUST_PYTHON" scripts/gen_node_tests.py .testdata/node
-  touch .testdata/node/.complete
+  touch .testdata/node.complete
 fi
 
 cargo build --release --locked

@@ -3,6 +3,7 @@
 #![forbid(unsafe_code)]
 
 use crate::backend::Backend;
+use crate::check;
 use crate::error::Result;
 use crate::exec::Executable;
 use crate::ir::{self, DataType};
@@ -79,6 +80,7 @@ impl Graph {
 /// `onnxGetBackendCompatibility`.
 pub fn compile_executable(bytes: &[u8], weights: Vec<ir::Weight>) -> Result<Executable> {
     let proto = model::decode(bytes)?;
+    check::spec::check_model_first(&proto)?;
     let graph = ir::import(&proto, weights)?;
     Executable::new(graph)
 }

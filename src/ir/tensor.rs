@@ -218,7 +218,7 @@ impl TensorData {
                 .collect()
         }
         let size = dtype.size().unwrap_or(1);
-        if bytes.len() % size != 0 {
+        if !bytes.len().is_multiple_of(size) {
             return Err(Error::new(
                 Status::InvalidModel,
                 format!(

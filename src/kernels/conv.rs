@@ -102,8 +102,8 @@ impl Conv2dParams {
     pub fn validate(&self) -> Result<(), KernelError> {
         let bad = |m: &str| Err(KernelError::new(format!("conv2d: {m} ({self:?})")));
         if self.groups == 0
-            || self.in_channels % self.groups != 0
-            || self.out_channels % self.groups != 0
+            || !self.in_channels.is_multiple_of(self.groups)
+            || !self.out_channels.is_multiple_of(self.groups)
         {
             return bad("groups must divide the channel counts");
         }
@@ -297,8 +297,9 @@ impl Conv2d {
         let in_plane = p.in_h * p.in_w;
         let tasks = p.batch * p.groups;
         let threads = rayon::current_num_threads();
-        let outer_par =
-            threads > 1 && tasks >= threads && (tasks % threads == 0 || tasks >= 4 * threads);
+        let outer_par = threads > 1
+            && tasks >= threads
+            && (tasks.is_multiple_of(threads) || tasks >= 4 * threads);
         let one = |idx: usize, out: &mut [f32], inner_par: bool| {
             let (b, g) = (idx / p.groups, idx % p.groups);
             let x = &input[(b * p.in_channels + g * icg) * in_plane..][..icg * in_plane];

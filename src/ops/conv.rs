@@ -67,7 +67,7 @@ impl Kernel for ConvKernel {
                     Some(t) => Some(t.as_f32()?),
                     None => None,
                 };
-                Conv2d::new(p.clone(), w, b)
+                Conv2d::new(*p, w, b)
                     .map_err(|e| Error::new(Status::InvalidModel, e.message))?
                     .run(x, out, self.activation)
             }
@@ -181,7 +181,7 @@ fn build_with(ctx: &BuildCtx, activation: Activation) -> Result<Built> {
     };
     let pack = |b: Option<&[f32]>| -> Result<Weights> {
         let wt = w.constant.expect("checked by the caller").as_f32()?;
-        Conv2d::new(params.clone(), wt, b)
+        Conv2d::new(params, wt, b)
             .map(Weights::Packed)
             .map_err(|e| ctx.err(Status::InvalidModel, e.message))
     };

@@ -47,7 +47,7 @@ pub fn resolve(
     }
     let known: usize = out.iter().product();
     if let Some(i) = infer_at {
-        if known == 0 || total % known != 0 {
+        if known == 0 || !total.is_multiple_of(known) {
             return Err(format!(
                 "cannot infer -1: {total} elements do not divide into {known}"
             ));

@@ -153,7 +153,7 @@ fn parse_count(s: &str) -> Option<u64> {
 
 /// `ceil(a / b)` for `b > 0`.
 fn div_ceil(a: u64, b: u64) -> u64 {
-    a / b + u64::from(a % b != 0)
+    a / b + u64::from(!a.is_multiple_of(b))
 }
 
 impl Ctx<'_> {

@@ -1427,7 +1427,7 @@ impl<'m> Ctx<'m> {
                                 );
                             }
                             for ss in &sd.simple_sharding {
-                                if !ss.num_shards.is_some_and(|x| x >= 1) {
+                                if ss.num_shards.is_none_or(|x| x < 1) {
                                     self.push(
                                         Rule::DeviceConfigWellformed,
                                         dloc.clone(),
