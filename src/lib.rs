@@ -5,4 +5,5 @@
 
 pub mod error;
 pub mod model;
+pub mod text;
 
