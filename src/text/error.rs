@@ -31,7 +31,13 @@ impl ParseError {
         let line = src[..offset].matches('\n').count() + 1;
         let column = src[line_start..offset].chars().count() + 1;
         let source_line = src[line_start..line_end].trim_end_matches('\r').to_string();
-        ParseError { line, column, found, expected, source_line }
+        ParseError {
+            line,
+            column,
+            found,
+            expected,
+            source_line,
+        }
     }
 }
 

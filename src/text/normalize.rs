@@ -14,7 +14,7 @@
 //! * tensor `raw_data` is decoded into the typed field (`float_data`, `int32_data`, ...) that
 //!   the text spells; data in fields that do not belong to the element type is dropped;
 //!   `data_location` is kept only when it is `EXTERNAL`;
-//! * every NaN becomes the canonical quiet NaN; strings that are not UTF-8 are decoded lossily;
+//! * every NaN becomes the quiet NaN of its sign; strings that are not UTF-8 are decoded lossily;
 //! * an attribute keeps only its name, type and the one value its type names (or its
 //!   reference); an attribute without a type gets the type of its value; sparse-tensor
 //!   attributes, which have no spelling, are dropped;
@@ -39,7 +39,9 @@ pub fn normalize_model(m: &ModelProto) -> ModelProto {
         domain: m.domain.clone(),
         model_version: m.model_version,
         doc_string: m.doc_string.clone(),
-        graph: Some(normalize_graph(m.graph.as_ref().unwrap_or(&GraphProto::default()))),
+        graph: Some(normalize_graph(
+            m.graph.as_ref().unwrap_or(&GraphProto::default()),
+        )),
         metadata_props: m.metadata_props.iter().map(str_str).collect(),
         training_info: Vec::new(),
         functions: m.functions.iter().map(normalize_function).collect(),
@@ -112,7 +114,11 @@ fn str_str(e: &StringStringEntryProto) -> StringStringEntryProto {
 fn value_info(v: &ValueInfoProto) -> ValueInfoProto {
     ValueInfoProto {
         name: Some(v.name.clone().unwrap_or_default()),
-        r#type: v.r#type.as_ref().filter(|t| t.value.is_some()).map(type_proto),
+        r#type: v
+            .r#type
+            .as_ref()
+            .filter(|t| t.value.is_some())
+            .map(type_proto),
         ..Default::default()
     }
 }
@@ -134,26 +140,30 @@ fn type_proto(t: &TypeProto) -> TypeProto {
     };
     let boxed = |t: &Option<Box<TypeProto>>| t.as_deref().map(|t| Box::new(type_proto(t)));
     let value = t.value.as_ref().map(|v| match v {
-        TypeValue::TensorType(x) => {
-            TypeValue::TensorType(tp::Tensor { elem_type: x.elem_type, shape: shape(&x.shape) })
-        }
+        TypeValue::TensorType(x) => TypeValue::TensorType(tp::Tensor {
+            elem_type: x.elem_type,
+            shape: shape(&x.shape),
+        }),
         TypeValue::SparseTensorType(x) => TypeValue::SparseTensorType(tp::SparseTensor {
             elem_type: x.elem_type,
             shape: shape(&x.shape),
         }),
-        TypeValue::SequenceType(x) => {
-            TypeValue::SequenceType(Box::new(tp::Sequence { elem_type: boxed(&x.elem_type) }))
-        }
-        TypeValue::OptionalType(x) => {
-            TypeValue::OptionalType(Box::new(tp::Optional { elem_type: boxed(&x.elem_type) }))
-        }
+        TypeValue::SequenceType(x) => TypeValue::SequenceType(Box::new(tp::Sequence {
+            elem_type: boxed(&x.elem_type),
+        })),
+        TypeValue::OptionalType(x) => TypeValue::OptionalType(Box::new(tp::Optional {
+            elem_type: boxed(&x.elem_type),
+        })),
         TypeValue::MapType(x) => TypeValue::MapType(Box::new(tp::Map {
             key_type: x.key_type,
             value_type: boxed(&x.value_type),
         })),
         TypeValue::OpaqueType(x) => TypeValue::OpaqueType(x.clone()),
     });
-    TypeProto { value, denotation: None }
+    TypeProto {
+        value,
+        denotation: None,
+    }
 }
 
 /// The type an attribute's value has: its `type` field, else the kind of value present.
@@ -180,13 +190,19 @@ pub(crate) fn attr_kind(a: &AttributeProto) -> AttributeType {
         (!a.graphs.is_empty(), AttributeType::Graphs),
         (!a.type_protos.is_empty(), AttributeType::TypeProtos),
     ];
-    candidates.iter().find(|c| c.0).map_or(AttributeType::Undefined, |c| c.1)
+    candidates
+        .iter()
+        .find(|c| c.0)
+        .map_or(AttributeType::Undefined, |c| c.1)
 }
 
 /// Attribute with only its name, type and value; `None` for sparse-tensor attributes.
 fn attribute(a: &AttributeProto) -> Option<AttributeProto> {
     let kind = attr_kind(a);
-    let mut out = AttributeProto { name: a.name.clone(), ..Default::default() };
+    let mut out = AttributeProto {
+        name: a.name.clone(),
+        ..Default::default()
+    };
     if let Some(r) = &a.ref_attr_name {
         out.ref_attr_name = Some(r.clone());
         out.r#type = a.r#type.filter(|&t| t != AttributeType::Undefined as i32);
@@ -198,17 +214,27 @@ fn attribute(a: &AttributeProto) -> Option<AttributeProto> {
         AttributeType::Float => out.f = Some(canon_f32(a.f.unwrap_or(0.0))),
         AttributeType::Int => out.i = Some(a.i.unwrap_or(0)),
         AttributeType::String => out.s = Some(lossy(a.s.as_deref().unwrap_or(b""))),
-        AttributeType::Tensor => out.t = Some(const_tensor(a.t.as_ref().unwrap_or(&TensorProto::default()))),
-        AttributeType::Graph => {
-            out.g = Some(normalize_graph(a.g.as_ref().unwrap_or(&GraphProto::default())))
+        AttributeType::Tensor => {
+            out.t = Some(const_tensor(
+                a.t.as_ref().unwrap_or(&TensorProto::default()),
+            ))
         }
-        AttributeType::TypeProto => out.tp = Some(type_proto(a.tp.as_ref().unwrap_or(&TypeProto::default()))),
+        AttributeType::Graph => {
+            out.g = Some(normalize_graph(
+                a.g.as_ref().unwrap_or(&GraphProto::default()),
+            ))
+        }
+        AttributeType::TypeProto => {
+            out.tp = Some(type_proto(a.tp.as_ref().unwrap_or(&TypeProto::default())))
+        }
         AttributeType::Floats => out.floats = a.floats.iter().map(|&f| canon_f32(f)).collect(),
         AttributeType::Ints => out.ints.clone_from(&a.ints),
         AttributeType::Strings => out.strings = a.strings.iter().map(|s| lossy(s)).collect(),
         AttributeType::Tensors => out.tensors = a.tensors.iter().map(const_tensor).collect(),
         AttributeType::Graphs => out.graphs = a.graphs.iter().map(normalize_graph).collect(),
-        AttributeType::TypeProtos => out.type_protos = a.type_protos.iter().map(type_proto).collect(),
+        AttributeType::TypeProtos => {
+            out.type_protos = a.type_protos.iter().map(type_proto).collect()
+        }
         AttributeType::SparseTensor | AttributeType::SparseTensors => return None,
         AttributeType::Undefined => out.r#type = None,
     }
@@ -274,11 +300,21 @@ pub(crate) fn decode_raw(t: &TensorProto) -> TensorProto {
         11 | 15 => out.double_data = chunks::<8>(&raw).map(f64::from_le_bytes).collect(),
         7 => out.int64_data = chunks::<8>(&raw).map(i64::from_le_bytes).collect(),
         13 => out.uint64_data = chunks::<8>(&raw).map(u64::from_le_bytes).collect(),
-        12 => out.uint64_data = chunks::<4>(&raw).map(|b| u64::from(u32::from_le_bytes(b))).collect(),
+        12 => {
+            out.uint64_data = chunks::<4>(&raw)
+                .map(|b| u64::from(u32::from_le_bytes(b)))
+                .collect()
+        }
         6 => out.int32_data = chunks::<4>(&raw).map(i32::from_le_bytes).collect(),
-        5 => out.int32_data = chunks::<2>(&raw).map(|b| i32::from(i16::from_le_bytes(b))).collect(),
+        5 => {
+            out.int32_data = chunks::<2>(&raw)
+                .map(|b| i32::from(i16::from_le_bytes(b)))
+                .collect()
+        }
         4 | 10 | 16 => {
-            out.int32_data = chunks::<2>(&raw).map(|b| i32::from(u16::from_le_bytes(b))).collect()
+            out.int32_data = chunks::<2>(&raw)
+                .map(|b| i32::from(u16::from_le_bytes(b)))
+                .collect()
         }
         3 => out.int32_data = raw.iter().map(|&b| i32::from(b as i8)).collect(),
         8 => {}
@@ -287,19 +323,19 @@ pub(crate) fn decode_raw(t: &TensorProto) -> TensorProto {
     out
 }
 
-/// NaNs become the canonical quiet NaN (the only NaN the text spells).
+/// NaNs become the quiet NaN of the same sign (the only NaNs the text spells).
 fn canon_f32(v: f32) -> f32 {
     if v.is_nan() {
-        f32::NAN
+        f32::NAN.copysign(v)
     } else {
         v
     }
 }
 
-/// NaNs become the canonical quiet NaN (the only NaN the text spells).
+/// NaNs become the quiet NaN of the same sign (the only NaNs the text spells).
 fn canon_f64(v: f64) -> f64 {
     if v.is_nan() {
-        f64::NAN
+        f64::NAN.copysign(v)
     } else {
         v
     }

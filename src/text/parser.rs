@@ -44,7 +44,7 @@ enum Single {
     Tensor(TensorProto),
     Graph(GraphProto),
     Type(TypeProto),
-    Ref(String),
+    Ref,
 }
 
 impl Single {
@@ -57,7 +57,7 @@ impl Single {
             Single::Tensor(_) => AttributeType::Tensor,
             Single::Graph(_) => AttributeType::Graph,
             Single::Type(_) => AttributeType::TypeProto,
-            Single::Ref(_) => AttributeType::Undefined,
+            Single::Ref => AttributeType::Undefined,
         }
     }
 }
@@ -105,7 +105,11 @@ pub struct Parser<'a> {
 impl<'a> Parser<'a> {
     /// A parser at the start of `src`.
     pub fn new(src: &'a str) -> Self {
-        Parser { src, pos: 0, depth: 0 }
+        Parser {
+            src,
+            pos: 0,
+            depth: 0,
+        }
     }
 
     // ----- scanning -----------------------------------------------------------------------
@@ -208,7 +212,11 @@ impl<'a> Parser<'a> {
 
     /// An error at byte `offset`, with the token there.
     fn error_at(&self, offset: usize, expected: String) -> ParseError {
-        let here = Parser { src: self.src, pos: offset, depth: 0 };
+        let here = Parser {
+            src: self.src,
+            pos: offset,
+            depth: 0,
+        };
         ParseError::at(self.src, offset, here.token_here(), expected)
     }
 
@@ -362,7 +370,11 @@ impl<'a> Parser<'a> {
             is_float = true;
         }
         let text = self.src[start..self.pos].to_string();
-        Ok(if is_float { Literal::Float(text) } else { Literal::Int(text) })
+        Ok(if is_float {
+            Literal::Float(text)
+        } else {
+            Literal::Int(text)
+        })
     }
 
     /// The identifier starting exactly at the cursor (no white space skipped).
@@ -381,7 +393,10 @@ impl<'a> Parser<'a> {
 
     /// Consumes ASCII digits at the cursor; returns how many.
     fn digits(&mut self) -> usize {
-        let n = self.src.as_bytes()[self.pos..].iter().take_while(|b| b.is_ascii_digit()).count();
+        let n = self.src.as_bytes()[self.pos..]
+            .iter()
+            .take_while(|b| b.is_ascii_digit())
+            .count();
         self.pos += n;
         n
     }
@@ -476,7 +491,7 @@ impl<'a> Parser<'a> {
                 "domain" => m.domain = Some(self.expect_string()?),
                 "doc_string" => m.doc_string = Some(self.expect_string()?),
                 "opset_import" => m.opset_import.extend(self.opset_list()?),
-                "metadata_props" => m.metadata_props.extend(self.str_str_list()?),
+                "metadata_props" => m.metadata_props.extend(self.str_str_list(true)?),
                 _ => {
                     return Err(self.error_at(
                         at,
@@ -504,7 +519,10 @@ impl<'a> Parser<'a> {
             let domain = self.expect_string()?;
             self.expect(':')?;
             let version = self.expect_int()?;
-            out.push(OperatorSetIdProto { domain: Some(domain), version: Some(version) });
+            out.push(OperatorSetIdProto {
+                domain: Some(domain),
+                version: Some(version),
+            });
             if !self.eat(',') {
                 break;
             }
@@ -513,18 +531,21 @@ impl<'a> Parser<'a> {
         Ok(out)
     }
 
-    /// `[ "key" : "value", ... ]`
-    fn str_str_list(&mut self) -> PResult<Vec<StringStringEntryProto>> {
+    /// `[ "key" : "value", ... ]`; empty only when `allow_empty`.
+    fn str_str_list(&mut self, allow_empty: bool) -> PResult<Vec<StringStringEntryProto>> {
         self.expect('[')?;
         let mut out = Vec::new();
-        if self.eat(']') {
+        if allow_empty && self.eat(']') {
             return Ok(out);
         }
         loop {
             let key = self.expect_string()?;
             self.expect(':')?;
             let value = self.expect_string()?;
-            out.push(StringStringEntryProto { key: Some(key), value: Some(value) });
+            out.push(StringStringEntryProto {
+                key: Some(key),
+                value: Some(value),
+            });
             if !self.eat(',') {
                 break;
             }
@@ -546,7 +567,10 @@ impl<'a> Parser<'a> {
 
     /// The graph after its name.
     fn graph_rest(&mut self, name: String) -> PResult<GraphProto> {
-        let mut g = GraphProto { name: Some(name), ..Default::default() };
+        let mut g = GraphProto {
+            name: Some(name),
+            ..Default::default()
+        };
         self.expect('(')?;
         if !self.eat(')') {
             loop {
@@ -597,7 +621,11 @@ impl<'a> Parser<'a> {
             _ => return Err(self.error("a type".into())),
         };
         let name = self.expect_quotable_id()?;
-        Ok(ValueInfoProto { name: Some(name), r#type: ty, ..Default::default() })
+        Ok(ValueInfoProto {
+            name: Some(name),
+            r#type: ty,
+            ..Default::default()
+        })
     }
 
     /// `type? name ('=' data)?`: a value info, and the initializer when data follows.
@@ -619,7 +647,7 @@ impl<'a> Parser<'a> {
         match self.peek() {
             Some('{') => self.tensor_data(&mut tensor)?,
             Some('[') => {
-                tensor.external_data = self.str_str_list()?;
+                tensor.external_data = self.str_str_list(false)?;
                 tensor.data_location = Some(DataLocation::External as i32);
             }
             _ => return Err(self.error("`{` or `[` (tensor data)".into())),
@@ -642,7 +670,11 @@ impl<'a> Parser<'a> {
                 _ => return Err(self.error_at(at, "numeric dimensions in a tensor".into())),
             }
         }
-        Ok(TensorProto { dims, data_type: tt.elem_type, ..Default::default() })
+        Ok(TensorProto {
+            dims,
+            data_type: tt.elem_type,
+            ..Default::default()
+        })
     }
 
     /// `{ value, ... }` filling the data field that suits the tensor's element type.
@@ -668,8 +700,9 @@ impl<'a> Parser<'a> {
                 (8, Some(Literal::Str(s))) => t.string_data.push(s.into_bytes()),
                 (6, Some(Literal::Int(s))) => {
                     let v = self.to_i64(&s, at)?;
-                    let v = i32::try_from(v)
-                        .map_err(|_| self.error_at(at, "an integer within the int32 range".into()))?;
+                    let v = i32::try_from(v).map_err(|_| {
+                        self.error_at(at, "an integer within the int32 range".into())
+                    })?;
                     t.int32_data.push(v);
                 }
                 (8, _) => return Err(self.error_at(at, "a quoted string".into())),
@@ -751,12 +784,19 @@ impl<'a> Parser<'a> {
                 })
             }
             other => {
-                let code = elem_type_code(other).ok_or_else(|| self.error_at(at, "a type".into()))?;
+                let code =
+                    elem_type_code(other).ok_or_else(|| self.error_at(at, "a type".into()))?;
                 let shape = self.shape()?;
-                TypeValue::TensorType(type_proto::Tensor { elem_type: Some(code), shape })
+                TypeValue::TensorType(type_proto::Tensor {
+                    elem_type: Some(code),
+                    shape,
+                })
             }
         };
-        Ok(TypeProto { value: Some(value), ..Default::default() })
+        Ok(TypeProto {
+            value: Some(value),
+            ..Default::default()
+        })
     }
 
     /// The shape after an element type: nothing is a scalar (empty shape), `[]` is unknown
@@ -785,10 +825,16 @@ impl<'a> Parser<'a> {
             return Ok(Dimension::default());
         }
         if let Some(param) = self.quotable_id()? {
-            return Ok(Dimension { value: Some(dimension::Value::DimParam(param)), ..Default::default() });
+            return Ok(Dimension {
+                value: Some(dimension::Value::DimParam(param)),
+                ..Default::default()
+            });
         }
         let v = self.expect_int()?;
-        Ok(Dimension { value: Some(dimension::Value::DimValue(v)), ..Default::default() })
+        Ok(Dimension {
+            value: Some(dimension::Value::DimValue(v)),
+            ..Default::default()
+        })
     }
 
     // ----- nodes --------------------------------------------------------------------------
@@ -901,7 +947,10 @@ impl<'a> Parser<'a> {
             );
         }
         self.expect('=')?;
-        let mut attr = AttributeProto { name: Some(name), ..Default::default() };
+        let mut attr = AttributeProto {
+            name: Some(name),
+            ..Default::default()
+        };
         self.enter()?;
         let r = self.attr_value(&mut attr, declared);
         self.leave();
@@ -910,7 +959,11 @@ impl<'a> Parser<'a> {
     }
 
     /// Parses an attribute value into `attr`, checking it against the declared type.
-    fn attr_value(&mut self, attr: &mut AttributeProto, declared: Option<AttributeType>) -> PResult<()> {
+    fn attr_value(
+        &mut self,
+        attr: &mut AttributeProto,
+        declared: Option<AttributeType>,
+    ) -> PResult<()> {
         self.skip_ws();
         let at = self.pos;
         if self.eat('[') {
@@ -921,8 +974,10 @@ impl<'a> Parser<'a> {
                     self.skip_ws();
                     let v_at = self.pos;
                     let v = self.single_value(elem)?;
-                    if matches!(v, Single::Ref(_)) {
-                        return Err(self.error_at(v_at, "a value (not a reference) in a list".into()));
+                    if matches!(v, Single::Ref) {
+                        return Err(
+                            self.error_at(v_at, "a value (not a reference) in a list".into())
+                        );
                     }
                     let k = elem.get_or_insert(v.kind());
                     values.push((v, v_at, *k));
@@ -941,17 +996,18 @@ impl<'a> Parser<'a> {
             attr.r#type = Some(list_kind(elem) as i32);
             return Ok(());
         }
+        if self.peek() == Some('@') {
+            self.pos += 1;
+            attr.ref_attr_name = Some(self.expect_ident()?);
+            attr.r#type = declared.map(|t| t as i32);
+            return Ok(());
+        }
         if let Some(t) = declared {
             if is_list_kind(t) {
                 return Err(self.error_at(at, format!("a list for type {}", t.as_str_name())));
             }
         }
         let v = self.single_value(declared)?;
-        if let Single::Ref(r) = v {
-            attr.ref_attr_name = Some(r);
-            attr.r#type = declared.map(|t| t as i32);
-            return Ok(());
-        }
         let k = declared.unwrap_or(v.kind());
         self.store(attr, v, k, false, at)?;
         attr.r#type = Some(k as i32);
@@ -970,29 +1026,57 @@ impl<'a> Parser<'a> {
         let mismatch = |v: &Single| {
             self.error_at(
                 at,
-                format!("a value of type {} (found {})", k.as_str_name(), v.kind().as_str_name()),
+                format!(
+                    "a value of type {} (found {})",
+                    k.as_str_name(),
+                    v.kind().as_str_name()
+                ),
             )
         };
         match (k, v) {
             (AttributeType::Float, Single::Int(s) | Single::Float(s)) => {
                 let f = self.to_f32(&s, at)?;
-                if list { attr.floats.push(f) } else { attr.f = Some(f) }
+                if list {
+                    attr.floats.push(f)
+                } else {
+                    attr.f = Some(f)
+                }
             }
             (AttributeType::Int, Single::Int(s)) => {
                 let i = self.to_i64(&s, at)?;
-                if list { attr.ints.push(i) } else { attr.i = Some(i) }
+                if list {
+                    attr.ints.push(i)
+                } else {
+                    attr.i = Some(i)
+                }
             }
             (AttributeType::String, Single::Str(s)) => {
-                if list { attr.strings.push(s.into_bytes()) } else { attr.s = Some(s.into_bytes()) }
+                if list {
+                    attr.strings.push(s.into_bytes())
+                } else {
+                    attr.s = Some(s.into_bytes())
+                }
             }
             (AttributeType::Tensor, Single::Tensor(t)) => {
-                if list { attr.tensors.push(t) } else { attr.t = Some(t) }
+                if list {
+                    attr.tensors.push(t)
+                } else {
+                    attr.t = Some(t)
+                }
             }
             (AttributeType::Graph, Single::Graph(g)) => {
-                if list { attr.graphs.push(g) } else { attr.g = Some(g) }
+                if list {
+                    attr.graphs.push(g)
+                } else {
+                    attr.g = Some(g)
+                }
             }
             (AttributeType::TypeProto, Single::Type(t)) => {
-                if list { attr.type_protos.push(t) } else { attr.tp = Some(t) }
+                if list {
+                    attr.type_protos.push(t)
+                } else {
+                    attr.tp = Some(t)
+                }
             }
             (_, v) => return Err(mismatch(&v)),
         }
@@ -1002,7 +1086,8 @@ impl<'a> Parser<'a> {
     /// single-attr-value ::= literal | '@' id | tensor-constant | graph | type (when declared).
     fn single_value(&mut self, declared: Option<AttributeType>) -> PResult<Single> {
         if self.eat('@') {
-            return Ok(Single::Ref(self.expect_ident()?));
+            self.expect_ident()?;
+            return Ok(Single::Ref);
         }
         if declared.map(element_kind) == Some(AttributeType::TypeProto) {
             return Ok(Single::Type(self.type_()?));
@@ -1139,6 +1224,10 @@ fn special_float(text: &str) -> Option<f64> {
     if !is_float_keyword(body) {
         return None;
     }
-    let v = if body.eq_ignore_ascii_case("nan") { f64::NAN } else { f64::INFINITY };
-    Some(if neg && !v.is_nan() { -v } else { v })
+    let v = if body.eq_ignore_ascii_case("nan") {
+        f64::NAN
+    } else {
+        f64::INFINITY
+    };
+    Some(if neg { -v } else { v })
 }

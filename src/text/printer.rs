@@ -8,7 +8,9 @@
 use std::fmt::Write as _;
 
 use super::normalize::{attr_kind, decode_raw};
-use super::syntax::{attr_type_name, elem_type_name, is_float_keyword, is_identifier, is_type_keyword};
+use super::syntax::{
+    attr_type_name, elem_type_name, is_float_keyword, is_identifier, is_type_keyword,
+};
 use crate::model::onnx::attribute_proto::AttributeType;
 use crate::model::onnx::tensor_proto::DataLocation;
 use crate::model::onnx::tensor_shape_proto::dimension;
@@ -48,11 +50,19 @@ pub fn model(m: &ModelProto) -> String {
         fields.push(format!("doc_string: {}", quote(v)));
     }
     if !m.metadata_props.is_empty() {
-        fields.push(format!("metadata_props: {}", str_str_list(&m.metadata_props)));
+        fields.push(format!(
+            "metadata_props: {}",
+            str_str_list(&m.metadata_props)
+        ));
     }
     header(&mut out, &fields);
     let default_graph = GraphProto::default();
-    graph_into(&mut out, m.graph.as_ref().unwrap_or(&default_graph), 0, false);
+    graph_into(
+        &mut out,
+        m.graph.as_ref().unwrap_or(&default_graph),
+        0,
+        false,
+    );
     out.push('\n');
     for f in &m.functions {
         out.push('\n');
@@ -109,7 +119,11 @@ fn opsets(list: &[OperatorSetIdProto]) -> String {
     let items: Vec<String> = list
         .iter()
         .map(|o| {
-            format!("{} : {}", quote(o.domain.as_deref().unwrap_or("")), o.version.unwrap_or(0))
+            format!(
+                "{} : {}",
+                quote(o.domain.as_deref().unwrap_or("")),
+                o.version.unwrap_or(0)
+            )
         })
         .collect();
     format!("[{}]", items.join(", "))
@@ -279,10 +293,14 @@ fn tensor_values(t: &TensorProto) -> Vec<String> {
     }
 }
 
-/// An `f32` literal that reads back as the same value (NaN payloads and signs aside).
+/// An `f32` literal that reads back as the same value (NaN payloads aside).
 pub fn fmt_f32(v: f32) -> String {
     if v.is_nan() {
-        return "nan".into();
+        return if v.is_sign_negative() {
+            "-nan".into()
+        } else {
+            "nan".into()
+        };
     }
     if v.is_infinite() {
         return if v > 0.0 { "inf".into() } else { "-inf".into() };
@@ -294,10 +312,14 @@ pub fn fmt_f32(v: f32) -> String {
     with_point(format!("{v}"))
 }
 
-/// An `f64` literal that reads back as the same value (NaN payloads and signs aside).
+/// An `f64` literal that reads back as the same value (NaN payloads aside).
 pub fn fmt_f64(v: f64) -> String {
     if v.is_nan() {
-        return "nan".into();
+        return if v.is_sign_negative() {
+            "-nan".into()
+        } else {
+            "nan".into()
+        };
     }
     if v.is_infinite() {
         return if v > 0.0 { "inf".into() } else { "-inf".into() };
@@ -460,13 +482,16 @@ fn attr_into(out: &mut String, a: &AttributeProto, depth: usize) {
         }
         AttributeType::String => out.push_str(&quote_bytes(a.s.as_deref().unwrap_or(b""))),
         AttributeType::Tensor => tensor_const(out, a.t.as_ref().unwrap_or(&TensorProto::default())),
-        AttributeType::Graph => {
-            graph_into(out, a.g.as_ref().unwrap_or(&GraphProto::default()), depth, true)
+        AttributeType::Graph => graph_into(
+            out,
+            a.g.as_ref().unwrap_or(&GraphProto::default()),
+            depth,
+            true,
+        ),
+        AttributeType::TypeProto => type_into(out, a.tp.as_ref().unwrap_or(&TypeProto::default())),
+        AttributeType::Floats => {
+            out.push_str(&list(a.floats.iter().map(|&v| fmt_f32(v)).collect()))
         }
-        AttributeType::TypeProto => {
-            type_into(out, a.tp.as_ref().unwrap_or(&TypeProto::default()))
-        }
-        AttributeType::Floats => out.push_str(&list(a.floats.iter().map(|&v| fmt_f32(v)).collect())),
         AttributeType::Ints => out.push_str(&list(a.ints.iter().map(i64::to_string).collect())),
         AttributeType::Strings => {
             out.push_str(&list(a.strings.iter().map(|s| quote_bytes(s)).collect()))

@@ -43,7 +43,10 @@ pub fn elem_type_code(name: &str) -> Option<i32> {
 
 /// The name of an element-type code.
 pub fn elem_type_name(code: i32) -> Option<&'static str> {
-    ELEM_TYPES.iter().find(|&&(_, c)| c == code).map(|&(n, _)| n)
+    ELEM_TYPES
+        .iter()
+        .find(|&&(_, c)| c == code)
+        .map(|&(n, _)| n)
 }
 
 /// Attribute-type annotations (`name: ints = [...]`) and the type each stands for.
