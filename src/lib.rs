@@ -6,4 +6,3 @@
 pub mod error;
 pub mod model;
 pub mod text;
-

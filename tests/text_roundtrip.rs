@@ -37,7 +37,9 @@ fn onnx_files(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&d) else { continue };
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
         for e in entries.flatten() {
             let p = e.path();
             if p.is_dir() {
@@ -59,12 +61,19 @@ fn same(a: &ModelProto, b: &ModelProto) -> bool {
 #[test]
 fn backend_models_round_trip() {
     let Some(dir) = backend_data_dir() else {
-        assert!(std::env::var_os("CI").is_none(), "python with onnx is required under CI");
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "python with onnx is required under CI"
+        );
         eprintln!("skipping: python with onnx not found (set ONNXIFI_RUST_PYTHON)");
         return;
     };
     let files = onnx_files(&dir);
-    assert!(files.len() >= 100, "expected the backend test models, found {}", files.len());
+    assert!(
+        files.len() >= 100,
+        "expected the backend test models, found {}",
+        files.len()
+    );
     let (mut exact, mut normalized) = (0, 0);
     let mut failures = Vec::new();
     for f in &files {
@@ -87,12 +96,22 @@ fn backend_models_round_trip() {
             failures.push(format!("{}: differs after normalising", f.display()));
         }
         // Printing is stable: the text of the parsed model is the same text.
-        assert_eq!(print_model(&back), text, "{}: printing is not stable", f.display());
+        assert_eq!(
+            print_model(&back),
+            text,
+            "{}: printing is not stable",
+            f.display()
+        );
     }
     eprintln!(
         "backend models: {} total, {exact} round-trip exactly, {normalized} after normalising",
         files.len()
     );
-    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
     assert_eq!(normalized, files.len());
 }

@@ -190,8 +190,12 @@ impl<'a> Parser<'a> {
                 .map_or(rest.len(), |(i, _)| i);
             rest[..n].to_string()
         } else if c == '"' {
-            let n = rest[1..].find('"').map_or(rest.len(), |i| i + 2);
-            rest[..n].to_string()
+            // Up to the closing quote, or the end of the line for an unterminated string.
+            match rest[1..].find(['"', '\n', '\r']) {
+                Some(i) if rest[1 + i..].starts_with('"') => rest[..i + 2].to_string(),
+                Some(i) => rest[..i + 1].to_string(),
+                None => rest.to_string(),
+            }
         } else if rest.starts_with("=>") {
             "=>".into()
         } else {
