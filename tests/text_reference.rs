@@ -403,3 +403,96 @@ fn reference_printer_output_agrees() {
     let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::remove_dir_all(&pdir);
 }
+
+/// The models behind the backend test data (`onnx.backend.test.case`, node and model cases):
+/// our print/parse round trip, and agreement with `onnx.parser` on `onnx.printer`'s text of
+/// each and on our printer's text of each.
+#[test]
+fn generated_case_models() {
+    if !reference_available() {
+        return;
+    }
+    let dir = scratch("cases");
+    let listing = helper(&["dump-cases", dir.to_str().unwrap()]);
+    assert!(
+        listing.len() > 1000,
+        "expected the generated cases, got {}",
+        listing.len()
+    );
+    let (mut exact, mut normalized) = (0, 0);
+    let mut failures = Vec::new();
+    let mut printed_by_ref = Vec::new();
+    let mut printed_by_us = Vec::new();
+    for l in &listing {
+        let (n, name) = l.split_once('\t').unwrap();
+        let bytes = std::fs::read(dir.join(format!("{n}.onnx"))).unwrap();
+        let m = ModelProto::decode(bytes.as_slice()).expect("valid model");
+        let text = print_model(&m);
+        match parse_model(&text) {
+            Ok(back) => {
+                let same = |a: &ModelProto, b: &ModelProto| {
+                    a == b || a.encode_to_vec() == b.encode_to_vec()
+                };
+                exact += usize::from(same(&back, &m));
+                if same(&back, &onnxifi_rust::text::normalize_model(&m)) {
+                    normalized += 1;
+                } else {
+                    failures.push(format!("{name}: differs after normalising"));
+                }
+                printed_by_us.push(Case {
+                    label: name.to_string(),
+                    kind: Kind::Model,
+                    text,
+                    divergent: false,
+                });
+            }
+            Err(e) => failures.push(format!("{name}: our printed text does not parse: {e}")),
+        }
+        if let Ok(t) = std::fs::read_to_string(dir.join(format!("{n}.txt"))) {
+            printed_by_ref.push(Case {
+                label: name.to_string(),
+                kind: Kind::Model,
+                text: t,
+                divergent: false,
+            });
+        }
+    }
+    eprintln!(
+        "generated models: {} total, {exact} round-trip exactly, {normalized} after normalising",
+        listing.len()
+    );
+    let pdir = scratch("cases-parse");
+    let refs = reference_parse(&printed_by_ref, &pdir);
+    let (agree, reports) = compare(&printed_by_ref, &refs);
+    let ref_ok = refs.iter().filter(|r| r.is_ok()).count();
+    eprintln!(
+        "onnx.printer texts of generated models: {agree} of {} agree ({ref_ok} accepted by onnx.parser)",
+        printed_by_ref.len()
+    );
+    let refs2 = reference_parse(&printed_by_us, &pdir);
+    let (agree2, reports2) = compare(&printed_by_us, &refs2);
+    eprintln!(
+        "our printer's texts of generated models: {agree2} of {} read the same by onnx.parser",
+        printed_by_us.len()
+    );
+    for r in failures.iter().chain(&reports).chain(&reports2).take(40) {
+        eprintln!("  {r}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(&pdir);
+    assert!(
+        failures.is_empty(),
+        "{} round-trip failures",
+        failures.len()
+    );
+    assert!(
+        reports.is_empty(),
+        "{} disagreements on onnx.printer texts",
+        reports.len()
+    );
+    assert!(
+        reports2.is_empty(),
+        "{} disagreements on our printer's texts",
+        reports2.len()
+    );
+}

@@ -7,6 +7,10 @@ Line protocol (no JSON, so the Rust side needs no extra crates):
                        "OK <hex of the serialized proto>" or "ERR <message on one line>".
   print-backend OUTDIR writes onnx.printer.to_text() of every backend test model to
                        OUTDIR/<n>.txt and prints "<n><TAB><model path relative to data/>".
+  dump-cases OUTDIR    builds the models of onnx.backend.test.case (node and model cases,
+                       the generators behind the backend test data) and writes each as
+                       OUTDIR/<n>.onnx and its onnx.printer text as OUTDIR/<n>.txt; prints
+                       "<n><TAB><case name>".
 """
 import glob
 import os
@@ -49,11 +53,35 @@ def print_backend(outdir):
         print(f"{i}\t{os.path.relpath(path, root)}")
 
 
+def dump_cases(outdir):
+    import warnings
+
+    warnings.simplefilter("ignore")
+    from onnx.backend.test.case.model import collect_testcases as model_cases
+    from onnx.backend.test.case.node import collect_testcases as node_cases
+
+    cases = node_cases() + model_cases()
+    for i, case in enumerate(cases):
+        if case.model is None:
+            continue
+        with open(os.path.join(outdir, f"{i}.onnx"), "wb") as f:
+            f.write(case.model.SerializeToString())
+        try:
+            text = onnx.printer.to_text(case.model)
+            with open(os.path.join(outdir, f"{i}.txt"), "w", encoding="utf-8") as f:
+                f.write(text)
+        except Exception:  # the reference printer cannot print every model
+            pass
+        print(f"{i}\t{case.name}")
+
+
 def main():
     if sys.argv[1] == "parse":
         parse(sys.argv[2])
     elif sys.argv[1] == "print-backend":
         print_backend(sys.argv[2])
+    elif sys.argv[1] == "dump-cases":
+        dump_cases(sys.argv[2])
     else:
         raise SystemExit(f"unknown command {sys.argv[1]}")
 
