@@ -18,7 +18,14 @@
 //! * an attribute keeps only its name, type and the one value its type names (or its
 //!   reference); an attribute without a type gets the type of its value; sparse-tensor
 //!   attributes, which have no spelling, are dropped;
-//! * a value info whose type holds no type is left untyped.
+//! * a value info whose type holds no type is left untyped;
+//! * a tensor constant in an attribute loses a name that is not an identifier, and its
+//!   external-data reference.
+//!
+//! Some things have no spelling at all and are not normalised: attribute, operator, domain and
+//! overload names and the names of graphs inside attributes must be identifiers, element types
+//! must be known, opaque types and missing nested types cannot be written. Printing such a
+//! proto gives text that does not parse.
 #![forbid(unsafe_code)]
 
 use crate::model::onnx::attribute_proto::AttributeType;
@@ -241,10 +248,20 @@ fn attribute(a: &AttributeProto) -> Option<AttributeProto> {
     Some(out)
 }
 
-/// A tensor constant inside an attribute: like [`tensor`], with an absent name as `""`.
+/// A tensor constant inside an attribute: like [`tensor`], except that a name that is not an
+/// identifier (or is absent) becomes `""` and external data is dropped (constants spell their
+/// values inline only).
 fn const_tensor(t: &TensorProto) -> TensorProto {
     let mut out = tensor(t);
-    out.name.get_or_insert_with(String::new);
+    if !out
+        .name
+        .as_deref()
+        .is_some_and(crate::text::syntax::is_identifier)
+    {
+        out.name = Some(String::new());
+    }
+    out.external_data.clear();
+    out.data_location = None;
     out
 }
 

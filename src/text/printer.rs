@@ -530,7 +530,8 @@ fn attr_into(out: &mut String, a: &AttributeProto, depth: usize) {
 /// Writes a tensor constant: `type name? {values}`.
 fn tensor_const(out: &mut String, t: &TensorProto) {
     out.push_str(&tensor_type(t));
-    if let Some(n) = t.name.as_deref().filter(|n| !n.is_empty()) {
+    // Only identifiers can name a constant; other names are left out.
+    if let Some(n) = t.name.as_deref().filter(|n| is_identifier(n)) {
         out.push(' ');
         out.push_str(n);
     }
