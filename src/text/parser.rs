@@ -1235,3 +1235,40 @@ fn special_float(text: &str) -> Option<f64> {
     };
     Some(if neg { -v } else { v })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Lexes one literal from `s`, returning it and what is left.
+    fn lex(s: &str) -> (Option<Literal>, &str) {
+        let mut p = Parser::new(s);
+        let lit = p.literal().ok().flatten();
+        (lit, &s[p.pos..])
+    }
+
+    #[test]
+    fn numbers_take_the_longest_prefix() {
+        assert!(matches!(lex("12,"), (Some(Literal::Int(t)), ",") if t == "12"));
+        assert!(matches!(lex("-1.5e+3]"), (Some(Literal::Float(t)), "]") if t == "-1.5e+3"));
+        assert!(matches!(lex("1.x"), (Some(Literal::Float(t)), "x") if t == "1."));
+        assert!(matches!(lex("-Infinity)"), (Some(Literal::Float(t)), ")") if t == "-Infinity"));
+        assert!(matches!(lex("nanx"), (None, "nanx")));
+        assert!(Parser::new("1e").literal().is_err());
+        assert!(Parser::new("- 1").literal().is_err());
+        assert!(matches!(lex(".5"), (None, ".5")));
+    }
+
+    #[test]
+    fn conversions_follow_the_c_library() {
+        let p = Parser::new("");
+        assert_eq!(p.to_u64("-1", 0).unwrap(), u64::MAX);
+        assert!(p.to_u64("18446744073709551616", 0).is_err());
+        assert!(p.to_i64("9223372036854775808", 0).is_err());
+        assert!(p.to_f32("3.5e38", 0).is_err());
+        assert_eq!(p.to_f32("1e-46", 0).unwrap(), 0.0);
+        assert!(p.to_f32("-nan", 0).unwrap().is_sign_negative());
+        assert_eq!(p.to_f64("-inf", 0).unwrap(), f64::NEG_INFINITY);
+        assert_eq!(p.to_f64("1e300", 0).unwrap(), 1e300);
+    }
+}
