@@ -15,3 +15,4 @@ pub mod kernels;
 pub mod model;
 pub mod ops;
 pub mod sync;
+pub mod text;
