@@ -1,6 +1,6 @@
 //! Graph rewrites done once per model before planning: `Constant` nodes become constant values,
 //! `BatchNormalization` after a `Conv` with constant weights is folded into the weights, and an
-//! activation after a `Conv` runs inside the convolution's write-back (`FusedConv`).
+//! activation after a `Conv` or `Gemm` runs inside its write-back (`FusedConv`, `FusedGemm`).
 
 use crate::ir::{Attr, Graph, Node, Tensor, TensorData, Value, ValueId};
 use crate::ops;
@@ -237,7 +237,14 @@ fn fuse_activations(g: &mut Graph) {
     let mut i = 0;
     while i < g.nodes.len() {
         let conv = &g.nodes[i];
-        if is_default(conv, "Conv") && conv.outputs.len() == 1 {
+        let fused_name = if is_default(conv, "Conv") {
+            "FusedConv"
+        } else if is_default(conv, "Gemm") {
+            "FusedGemm"
+        } else {
+            ""
+        };
+        if !fused_name.is_empty() && conv.outputs.len() == 1 {
             if let Some(out) = conv.outputs[0] {
                 if let Some(a) = sole_consumer(g, &uses(g), out) {
                     let act_node = &g.nodes[a];
@@ -249,7 +256,7 @@ fn fuse_activations(g: &mut Graph) {
                             attrs.insert("activation".into(), Attr::String(kind.into_bytes()));
                             attrs.insert("activation_params".into(), Attr::Floats(params));
                             conv.attrs = attrs;
-                            conv.op_type = "FusedConv".into();
+                            conv.op_type = fused_name.into();
                             conv.domain = ops::INTERNAL_DOMAIN.into();
                             conv.outputs[0] = new_out;
                             g.nodes.remove(a);

@@ -81,24 +81,7 @@ fn build(ctx: &BuildCtx) -> Result<Built> {
 }
 
 fn build_fused(ctx: &BuildCtx) -> Result<Built> {
-    let kind = ctx.attr_string("activation", "")?;
-    let params = ctx.attr_floats("activation_params")?.unwrap_or(&[]);
-    let activation = match (kind.as_str(), params) {
-        ("Relu", []) => Activation::Relu,
-        ("Sigmoid", []) => Activation::Sigmoid,
-        ("Tanh", []) => Activation::Tanh,
-        ("Clip", [min, max]) => Activation::Clip {
-            min: *min,
-            max: *max,
-        },
-        (other, p) => {
-            return Err(ctx.err(
-                Status::InvalidModel,
-                format!("unknown fused activation {other} {p:?}"),
-            ))
-        }
-    };
-    build_with(ctx, activation)
+    build_with(ctx, super::fused_activation(ctx)?)
 }
 
 fn build_with(ctx: &BuildCtx, activation: Activation) -> Result<Built> {

@@ -1,10 +1,13 @@
 //! `Gemm`: `Y = alpha · A' · B' + beta · C`, with optional transposes and a broadcast `C`.
+//! A constant `B` is prepacked once; a `C` that is one value per column (or per row) becomes the
+//! GEMM's fused bias, and a following activation (internal `FusedGemm`) its fused epilogue.
 
 use super::util::{broadcast, f32_of, f32_out};
-use super::{BuildCtx, Built, Kernel, OpDef, FLOAT};
+use super::{Built, BuildCtx, Kernel, OpDef, FLOAT};
 use crate::error::{Result, Status};
 use crate::ir::{DataType, Tensor};
-use crate::kernels::gemm::{sgemm, MatRef};
+use crate::kernels::activation::Activation;
+use crate::kernels::gemm::{sgemm_ep, sgemm_packed, Bias, Epilogue, MatRef, PackedB};
 
 /// The `Gemm` operator.
 pub static DEF: OpDef = OpDef {
@@ -16,6 +19,26 @@ pub static DEF: OpDef = OpDef {
     build,
 };
 
+/// `FusedGemm` (internal): a `Gemm` whose following activation runs in its write-back.
+pub static FUSED_DEF: OpDef = OpDef {
+    op_type: "FusedGemm",
+    domain: super::INTERNAL_DOMAIN,
+    min_opset: 1,
+    attributes: &["alpha", "beta", "transA", "transB", "broadcast", "activation", "activation_params"],
+    types: FLOAT,
+    build: build_fused,
+};
+
+/// How `beta · C` enters the result.
+enum CTerm {
+    /// No C, or beta = 0.
+    None,
+    /// A constant per-column or per-row vector, already scaled by beta: the fused bias.
+    Bias { per_row: bool, values: Vec<f32> },
+    /// Anything else: C broadcast into Y first, accumulated with this beta.
+    Dense { shape: Vec<usize>, beta: f32 },
+}
+
 struct GemmKernel {
     m: usize,
     n: usize,
@@ -23,28 +46,17 @@ struct GemmKernel {
     trans_a: bool,
     trans_b: bool,
     alpha: f32,
-    beta: f32,
-    c_shape: Option<Vec<usize>>,
+    packed_b: Option<PackedB>,
+    c: CTerm,
+    activation: Activation,
 }
 
 /// A row-major `rows × cols` matrix, or its transpose when `trans` (stored `cols × rows`).
 pub fn mat(data: &[f32], rows: usize, cols: usize, trans: bool) -> MatRef<'_> {
     if trans {
-        MatRef {
-            data,
-            rows,
-            cols,
-            row_stride: 1,
-            col_stride: rows,
-        }
+        MatRef { data, rows, cols, row_stride: 1, col_stride: rows }
     } else {
-        MatRef {
-            data,
-            rows,
-            cols,
-            row_stride: cols,
-            col_stride: 1,
-        }
+        MatRef { data, rows, cols, row_stride: cols, col_stride: 1 }
     }
 }
 
@@ -69,68 +81,75 @@ fn broadcast_rows(c: &[f32], c_shape: &[usize], y: &mut [f32], m: usize, n: usiz
 
 impl Kernel for GemmKernel {
     fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor]) -> Result<()> {
-        let a = f32_of(inputs, 0)?;
-        let b = f32_of(inputs, 1)?;
+        let a = mat(f32_of(inputs, 0)?, self.m, self.k, self.trans_a);
         let y = f32_out(&mut outputs[0])?;
         let mut beta = 0.0;
-        if let Some(c_shape) = &self.c_shape {
-            if self.beta != 0.0 {
-                // Y starts as C broadcast to [m, n]; the product accumulates onto it.
-                broadcast_rows(f32_of(inputs, 2)?, c_shape, y, self.m, self.n);
-                beta = self.beta;
+        let mut ep = Epilogue { bias: Bias::None, activation: self.activation };
+        match &self.c {
+            CTerm::None => {}
+            CTerm::Bias { per_row: true, values } => ep.bias = Bias::PerRow(values),
+            CTerm::Bias { per_row: false, values } => ep.bias = Bias::PerCol(values),
+            CTerm::Dense { shape, beta: b } => {
+                broadcast_rows(f32_of(inputs, 2)?, shape, y, self.m, self.n);
+                beta = *b;
             }
         }
-        sgemm(
-            self.alpha,
-            mat(a, self.m, self.k, self.trans_a),
-            mat(b, self.k, self.n, self.trans_b),
-            beta,
-            y,
-            self.n,
-        );
+        match &self.packed_b {
+            Some(pb) => sgemm_packed(self.alpha, a, pb, beta, y, self.n, &ep),
+            None => {
+                let b = mat(f32_of(inputs, 1)?, self.k, self.n, self.trans_b);
+                sgemm_ep(self.alpha, a, b, beta, y, self.n, &ep)
+            }
+        }
         Ok(())
     }
 }
 
 fn build(ctx: &BuildCtx) -> Result<Built> {
+    build_with(ctx, Activation::None)
+}
+
+fn build_fused(ctx: &BuildCtx) -> Result<Built> {
+    build_with(ctx, super::fused_activation(ctx)?)
+}
+
+fn build_with(ctx: &BuildCtx, activation: Activation) -> Result<Built> {
     ctx.arity(2, 3, 1, 1)?;
     let a = ctx.float_input(0)?;
     let b = ctx.float_input(1)?;
     let trans_a = ctx.attr_int("transA", 0)? != 0;
     let trans_b = ctx.attr_int("transB", 0)? != 0;
     if a.shape.len() != 2 || b.shape.len() != 2 {
-        return Err(ctx.err(
-            Status::InvalidModel,
-            format!("A {:?} and B {:?} must be matrices", a.shape, b.shape),
-        ));
+        return Err(ctx.err(Status::InvalidModel, format!("A {:?} and B {:?} must be matrices", a.shape, b.shape)));
     }
-    let (m, k) = if trans_a {
-        (a.shape[1], a.shape[0])
-    } else {
-        (a.shape[0], a.shape[1])
-    };
-    let (k2, n) = if trans_b {
-        (b.shape[1], b.shape[0])
-    } else {
-        (b.shape[0], b.shape[1])
-    };
+    let (m, k) = if trans_a { (a.shape[1], a.shape[0]) } else { (a.shape[0], a.shape[1]) };
+    let (k2, n) = if trans_b { (b.shape[1], b.shape[0]) } else { (b.shape[0], b.shape[1]) };
     if k != k2 {
-        return Err(ctx.err(
-            Status::InvalidModel,
-            format!("inner dimensions differ: A' is {m}×{k}, B' is {k2}×{n}"),
-        ));
+        return Err(ctx.err(Status::InvalidModel, format!("inner dimensions differ: A' is {m}×{k}, B' is {k2}×{n}")));
     }
-    let c_shape = match ctx.opt_input(2) {
+    let beta = ctx.attr_float("beta", 1.0)?;
+    let c = match ctx.opt_input(2) {
+        None => CTerm::None,
         Some(_) => {
             let c = ctx.float_input(2)?;
             if c.shape.len() > 2 || broadcast(c.shape, &[m, n]).as_deref() != Some(&[m, n][..]) {
-                return Err(ctx.err(
-                    Status::InvalidModel,
-                    format!("C {:?} does not broadcast to [{m}, {n}]", c.shape),
-                ));
+                return Err(ctx.err(Status::InvalidModel, format!("C {:?} does not broadcast to [{m}, {n}]", c.shape)));
             }
-            Some(c.shape.to_vec())
+            let numel: usize = c.shape.iter().product();
+            let per_col = numel == n && c.shape.last() == Some(&n) && n > 1;
+            let per_row = numel == m && c.shape == [m, 1] && m > 1;
+            match c.constant {
+                _ if beta == 0.0 => CTerm::None,
+                Some(t) if per_col || per_row => CTerm::Bias {
+                    per_row,
+                    values: t.as_f32()?.iter().map(|v| v * beta).collect(),
+                },
+                _ => CTerm::Dense { shape: c.shape.to_vec(), beta },
+            }
         }
+    };
+    let packed_b = match b.constant {
+        Some(t) => Some(PackedB::new(mat(t.as_f32()?, k, n, trans_b))),
         None => None,
     };
     Ok(Built {
@@ -142,8 +161,9 @@ fn build(ctx: &BuildCtx) -> Result<Built> {
             trans_a,
             trans_b,
             alpha: ctx.attr_float("alpha", 1.0)?,
-            beta: ctx.attr_float("beta", 1.0)?,
-            c_shape,
+            packed_b,
+            c,
+            activation,
         }),
     })
 }

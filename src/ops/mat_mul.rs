@@ -5,7 +5,7 @@ use super::util::{broadcast, f32_of, f32_out};
 use super::{BuildCtx, Built, Kernel, OpDef, FLOAT};
 use crate::error::{Result, Status};
 use crate::ir::{DataType, Tensor};
-use crate::kernels::gemm::sgemm;
+use crate::kernels::gemm::{sgemm, sgemm_packed, Epilogue, PackedB};
 
 /// The `MatMul` operator.
 pub static DEF: OpDef = OpDef {
@@ -23,6 +23,8 @@ struct MatMulKernel {
     k: usize,
     /// For each output batch, the batch index into A and into B.
     batches: Vec<(usize, usize)>,
+    /// B prepacked, when it is a constant shared by every batch.
+    packed_b: Option<PackedB>,
 }
 
 impl Kernel for MatMulKernel {
@@ -31,6 +33,10 @@ impl Kernel for MatMulKernel {
         let b = f32_of(inputs, 1)?;
         let y = f32_out(&mut outputs[0])?;
         let (m, n, k) = (self.m, self.n, self.k);
+        if let Some(pb) = &self.packed_b {
+            sgemm_packed(1.0, mat(a, m, k, false), pb, 0.0, y, n, &Epilogue::NONE);
+            return Ok(());
+        }
         for (i, &(ia, ib)) in self.batches.iter().enumerate() {
             sgemm(
                 1.0,
@@ -110,6 +116,12 @@ fn build(ctx: &BuildCtx) -> Result<Built> {
     } else {
         (m, batches)
     };
+    let packed_b = match b.constant {
+        Some(t) if batches.len() == 1 && (a.shape.len() <= 2 || b_batch.iter().product::<usize>() == 1) => {
+            Some(PackedB::new(mat(&t.as_f32()?[..k * n], k, n, false)))
+        }
+        _ => None,
+    };
     let mut out = batch.clone();
     if a.shape.len() > 1 {
         out.push(m);
@@ -124,6 +136,7 @@ fn build(ctx: &BuildCtx) -> Result<Built> {
             n,
             k,
             batches,
+            packed_b,
         }),
     })
 }

@@ -95,6 +95,7 @@ pub static REGISTRY: &[&OpDef] = &[
     &div::DEF,
     &flatten::DEF,
     &conv::FUSED_DEF,
+    &gemm::FUSED_DEF,
     &gemm::DEF,
     &global_average_pool::DEF,
     &identity::DEF,
@@ -109,6 +110,26 @@ pub static REGISTRY: &[&OpDef] = &[
     &tanh::DEF,
     &transpose::DEF,
 ];
+
+/// The activation named by the `activation` / `activation_params` attributes of the internal
+/// fused operators.
+pub fn fused_activation(ctx: &BuildCtx) -> Result<crate::kernels::activation::Activation> {
+    use crate::kernels::activation::Activation;
+    let kind = ctx.attr_string("activation", "")?;
+    let params = ctx.attr_floats("activation_params")?.unwrap_or(&[]);
+    Ok(match (kind.as_str(), params) {
+        ("Relu", []) => Activation::Relu,
+        ("Sigmoid", []) => Activation::Sigmoid,
+        ("Tanh", []) => Activation::Tanh,
+        ("Clip", [min, max]) => Activation::Clip { min: *min, max: *max },
+        (other, p) => {
+            return Err(ctx.err(
+                crate::error::Status::InvalidModel,
+                format!("unknown fused activation {other} {p:?}"),
+            ))
+        }
+    })
+}
 
 /// Finds an operator by domain and type.
 pub fn lookup(domain: &str, op_type: &str) -> Option<&'static OpDef> {
