@@ -17,7 +17,11 @@ fn main() {
         .map(|s| {
             let shape = s.declared.fixed_shape().expect("fixed input shapes");
             let n = shape.iter().product();
-            Tensor::new(shape, TensorData::zeros(s.declared.dtype, n).expect("stored type")).expect("tensor")
+            Tensor::new(
+                shape,
+                TensorData::zeros(s.declared.dtype, n).expect("stored type"),
+            )
+            .expect("tensor")
         })
         .collect();
     let pool = rayon::ThreadPoolBuilder::new()
@@ -31,5 +35,9 @@ fn main() {
         times.push(t.elapsed().as_secs_f64() * 1e3);
     }
     times.sort_by(f64::total_cmp);
-    println!("{runs} runs: min {:.3} ms, median {:.3} ms", times[0], times[runs / 2]);
+    println!(
+        "{runs} runs: min {:.3} ms, median {:.3} ms",
+        times[0],
+        times[runs / 2]
+    );
 }

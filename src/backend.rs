@@ -183,6 +183,8 @@ impl Backend {
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(thread_count())
             .thread_name(|i| format!("onnxifi-rust-{i}"))
+            // Runs catch their own panics; should one still escape, never abort the host.
+            .panic_handler(|_| {})
             .build()
             .map_err(|e| {
                 Error::new(

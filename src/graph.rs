@@ -54,11 +54,12 @@ impl Graph {
     /// Compiles a serialized model with optional weights.
     pub fn compile(backend: Arc<Backend>, bytes: &[u8], weights: Vec<ir::Weight>) -> Result<Graph> {
         let exe = compile_executable(bytes, weights)?;
+        let queue = RunQueue::new(backend.pool.clone());
         Ok(Graph {
             backend,
             exe: Arc::new(exe),
             binding: Mutex::new(None),
-            queue: RunQueue::new("onnxifi-rust-run"),
+            queue,
         })
     }
 

@@ -558,48 +558,41 @@ unsafe fn read_fence(f: *const onnxMemoryFenceV1, which: &str) -> Result<onnxMem
 }
 
 /// Queues a run of `g` with `binding`, started when `input` is signalled; signals `output`.
-fn queue_run(
-    g: &Arc<Graph>,
-    binding: Arc<Binding>,
-    input: Arc<Event>,
-    output: Arc<Event>,
-) -> Result<()> {
+fn queue_run(g: &Arc<Graph>, binding: Arc<Binding>, input: &Event, output: Arc<Event>) {
     let graph = g.clone();
-    let job = Box::new(move || {
-        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            execute(&graph, &binding, &input)
-        }))
-        .unwrap_or_else(|_| {
-            Err(err(
-                Status::InternalError,
-                "a panic was caught while running the graph",
-            ))
-        });
-        let outcome = match result {
-            Ok(()) => Outcome {
-                status: Status::Success,
-                message: String::new(),
-            },
-            Err(e) => Outcome {
-                status: e.status,
-                message: e.message,
-            },
-        };
-        // Only this job signals the fresh output event (unless the caller did so against the
-        // header's advice; then the caller's signal stands).
-        let _ = output.signal(outcome);
-    });
-    g.queue.submit(job).map_err(|_| {
-        err(
-            Status::NoSystemResources,
-            "cannot start the thread that runs the graph",
-        )
-    })
+    g.queue.submit(
+        input,
+        Box::new(move |fence| {
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                execute(&graph, &binding, fence)
+            }))
+            .unwrap_or_else(|_| {
+                Err(err(
+                    Status::InternalError,
+                    "a panic was caught while running the graph",
+                ))
+            });
+            let outcome = match result {
+                Ok(()) => Outcome {
+                    status: Status::Success,
+                    message: String::new(),
+                },
+                Err(e) => Outcome {
+                    status: e.status,
+                    message: e.message,
+                },
+            };
+            // Only this run signals the fresh output event (unless the caller did so against
+            // the header's advice; then the caller's signal stands).
+            let _ = output.signal(outcome);
+        }),
+    );
 }
 
-/// The body of a queued run: wait for the input fence, read inputs, compute, write outputs.
-fn execute(g: &Graph, binding: &Binding, input: &Event) -> Result<()> {
-    let fence = input.wait().ok_or_else(|| {
+/// The body of a run, on a pool thread once its input fence fired: read the inputs, compute,
+/// write the outputs.
+fn execute(g: &Graph, binding: &Binding, fence: Option<Outcome>) -> Result<()> {
+    let fence = fence.ok_or_else(|| {
         err(
             Status::InvalidEvent,
             "the input event was released before it was signalled",
@@ -616,8 +609,7 @@ fn execute(g: &Graph, binding: &Binding, input: &Event) -> Result<()> {
         // SAFETY: the caller keeps bound buffers alive and ready once the input fence fires.
         inputs.push(unsafe { read_tensor(b) }?);
     }
-    let exe = g.exe.clone();
-    let outputs = g.backend.pool.install(move || exe.run(inputs))?;
+    let outputs = g.backend.pool.install(|| g.exe.run(inputs))?;
     for ((t, b), spec) in outputs.iter().zip(&binding.outputs).zip(g.exe.outputs()) {
         // SAFETY: bound output buffers are the caller's, reserved for this run.
         unsafe { write_tensor(&spec.name, t, b) }?;
@@ -647,7 +639,7 @@ pub unsafe extern "C" fn onnxRunGraph(
             )
         })?;
         let output = Arc::new(Event::new());
-        queue_run(&g, binding, input, output.clone())?;
+        queue_run(&g, binding, &input, output.clone());
         let handle = EVENTS.insert(output);
         // SAFETY: checked non-NULL and tagged; only the event member is written.
         unsafe { std::ptr::addr_of_mut!((*outputFence).event).write_unaligned(handle) };
@@ -696,7 +688,7 @@ pub unsafe extern "C" fn onnxSetIOAndRunGraph(
         let ready = Arc::new(Event::new());
         ready.signal_success()?;
         let output = Arc::new(Event::new());
-        queue_run(&g, binding, ready, output.clone())?;
+        queue_run(&g, binding, &ready, output.clone());
         let handle = EVENTS.insert(output);
         // SAFETY: checked non-NULL and tagged; only the event member is written.
         unsafe { std::ptr::addr_of_mut!((*outputFence).event).write_unaligned(handle) };

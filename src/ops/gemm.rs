@@ -3,7 +3,7 @@
 //! GEMM's fused bias, and a following activation (internal `FusedGemm`) its fused epilogue.
 
 use super::util::{broadcast, f32_of, f32_out};
-use super::{Built, BuildCtx, Kernel, OpDef, FLOAT};
+use super::{BuildCtx, Built, Kernel, OpDef, FLOAT};
 use crate::error::{Result, Status};
 use crate::ir::{DataType, Tensor};
 use crate::kernels::activation::Activation;
@@ -24,7 +24,15 @@ pub static FUSED_DEF: OpDef = OpDef {
     op_type: "FusedGemm",
     domain: super::INTERNAL_DOMAIN,
     min_opset: 1,
-    attributes: &["alpha", "beta", "transA", "transB", "broadcast", "activation", "activation_params"],
+    attributes: &[
+        "alpha",
+        "beta",
+        "transA",
+        "transB",
+        "broadcast",
+        "activation",
+        "activation_params",
+    ],
     types: FLOAT,
     build: build_fused,
 };
@@ -54,9 +62,21 @@ struct GemmKernel {
 /// A row-major `rows × cols` matrix, or its transpose when `trans` (stored `cols × rows`).
 pub fn mat(data: &[f32], rows: usize, cols: usize, trans: bool) -> MatRef<'_> {
     if trans {
-        MatRef { data, rows, cols, row_stride: 1, col_stride: rows }
+        MatRef {
+            data,
+            rows,
+            cols,
+            row_stride: 1,
+            col_stride: rows,
+        }
     } else {
-        MatRef { data, rows, cols, row_stride: cols, col_stride: 1 }
+        MatRef {
+            data,
+            rows,
+            cols,
+            row_stride: cols,
+            col_stride: 1,
+        }
     }
 }
 
@@ -84,11 +104,20 @@ impl Kernel for GemmKernel {
         let a = mat(f32_of(inputs, 0)?, self.m, self.k, self.trans_a);
         let y = f32_out(&mut outputs[0])?;
         let mut beta = 0.0;
-        let mut ep = Epilogue { bias: Bias::None, activation: self.activation };
+        let mut ep = Epilogue {
+            bias: Bias::None,
+            activation: self.activation,
+        };
         match &self.c {
             CTerm::None => {}
-            CTerm::Bias { per_row: true, values } => ep.bias = Bias::PerRow(values),
-            CTerm::Bias { per_row: false, values } => ep.bias = Bias::PerCol(values),
+            CTerm::Bias {
+                per_row: true,
+                values,
+            } => ep.bias = Bias::PerRow(values),
+            CTerm::Bias {
+                per_row: false,
+                values,
+            } => ep.bias = Bias::PerCol(values),
             CTerm::Dense { shape, beta: b } => {
                 broadcast_rows(f32_of(inputs, 2)?, shape, y, self.m, self.n);
                 beta = *b;
@@ -120,12 +149,26 @@ fn build_with(ctx: &BuildCtx, activation: Activation) -> Result<Built> {
     let trans_a = ctx.attr_int("transA", 0)? != 0;
     let trans_b = ctx.attr_int("transB", 0)? != 0;
     if a.shape.len() != 2 || b.shape.len() != 2 {
-        return Err(ctx.err(Status::InvalidModel, format!("A {:?} and B {:?} must be matrices", a.shape, b.shape)));
+        return Err(ctx.err(
+            Status::InvalidModel,
+            format!("A {:?} and B {:?} must be matrices", a.shape, b.shape),
+        ));
     }
-    let (m, k) = if trans_a { (a.shape[1], a.shape[0]) } else { (a.shape[0], a.shape[1]) };
-    let (k2, n) = if trans_b { (b.shape[1], b.shape[0]) } else { (b.shape[0], b.shape[1]) };
+    let (m, k) = if trans_a {
+        (a.shape[1], a.shape[0])
+    } else {
+        (a.shape[0], a.shape[1])
+    };
+    let (k2, n) = if trans_b {
+        (b.shape[1], b.shape[0])
+    } else {
+        (b.shape[0], b.shape[1])
+    };
     if k != k2 {
-        return Err(ctx.err(Status::InvalidModel, format!("inner dimensions differ: A' is {m}×{k}, B' is {k2}×{n}")));
+        return Err(ctx.err(
+            Status::InvalidModel,
+            format!("inner dimensions differ: A' is {m}×{k}, B' is {k2}×{n}"),
+        ));
     }
     let beta = ctx.attr_float("beta", 1.0)?;
     let c = match ctx.opt_input(2) {
@@ -133,7 +176,10 @@ fn build_with(ctx: &BuildCtx, activation: Activation) -> Result<Built> {
         Some(_) => {
             let c = ctx.float_input(2)?;
             if c.shape.len() > 2 || broadcast(c.shape, &[m, n]).as_deref() != Some(&[m, n][..]) {
-                return Err(ctx.err(Status::InvalidModel, format!("C {:?} does not broadcast to [{m}, {n}]", c.shape)));
+                return Err(ctx.err(
+                    Status::InvalidModel,
+                    format!("C {:?} does not broadcast to [{m}, {n}]", c.shape),
+                ));
             }
             let numel: usize = c.shape.iter().product();
             let per_col = numel == n && c.shape.last() == Some(&n) && n > 1;
@@ -144,7 +190,10 @@ fn build_with(ctx: &BuildCtx, activation: Activation) -> Result<Built> {
                     per_row,
                     values: t.as_f32()?.iter().map(|v| v * beta).collect(),
                 },
-                _ => CTerm::Dense { shape: c.shape.to_vec(), beta },
+                _ => CTerm::Dense {
+                    shape: c.shape.to_vec(),
+                    beta,
+                },
             }
         }
     };

@@ -117,7 +117,10 @@ fn build(ctx: &BuildCtx) -> Result<Built> {
         (m, batches)
     };
     let packed_b = match b.constant {
-        Some(t) if batches.len() == 1 && (a.shape.len() <= 2 || b_batch.iter().product::<usize>() == 1) => {
+        Some(t)
+            if batches.len() == 1
+                && (a.shape.len() <= 2 || b_batch.iter().product::<usize>() == 1) =>
+        {
             Some(PackedB::new(mat(&t.as_f32()?[..k * n], k, n, false)))
         }
         _ => None,

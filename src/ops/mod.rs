@@ -121,7 +121,10 @@ pub fn fused_activation(ctx: &BuildCtx) -> Result<crate::kernels::activation::Ac
         ("Relu", []) => Activation::Relu,
         ("Sigmoid", []) => Activation::Sigmoid,
         ("Tanh", []) => Activation::Tanh,
-        ("Clip", [min, max]) => Activation::Clip { min: *min, max: *max },
+        ("Clip", [min, max]) => Activation::Clip {
+            min: *min,
+            max: *max,
+        },
         (other, p) => {
             return Err(ctx.err(
                 crate::error::Status::InvalidModel,

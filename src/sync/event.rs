@@ -13,10 +13,14 @@ pub struct Outcome {
     pub message: String,
 }
 
+/// Work to do once an event is signalled (`Some`) or abandoned unsignalled (`None`).
+pub type Callback = Box<dyn FnOnce(Option<Outcome>) + Send + 'static>;
+
 #[derive(Default)]
 struct State {
     outcome: Option<Outcome>,
     abandoned: bool,
+    callbacks: Vec<Callback>,
 }
 
 /// A single-shot event.
@@ -45,10 +49,33 @@ impl Event {
                 "the event is already signalled",
             ));
         }
-        state.outcome = Some(outcome);
+        state.outcome = Some(outcome.clone());
+        let callbacks = std::mem::take(&mut state.callbacks);
         drop(state);
         self.signalled.notify_all();
+        for cb in callbacks {
+            cb(Some(outcome.clone()));
+        }
         Ok(())
+    }
+
+    /// Calls `cb` once the event is signalled (with its outcome) or abandoned unsignalled
+    /// (with `None`) — at once, on this thread, if that already happened; otherwise on the
+    /// thread that signals or abandons it.
+    pub fn on_signal(&self, cb: Callback) {
+        let mut state = self.lock();
+        let now = match &state.outcome {
+            Some(o) => Some(Some(o.clone())),
+            None if state.abandoned => Some(None),
+            None => None,
+        };
+        match now {
+            Some(result) => {
+                drop(state);
+                cb(result);
+            }
+            None => state.callbacks.push(cb),
+        }
     }
 
     /// Signals success.
@@ -61,8 +88,18 @@ impl Event {
 
     /// Marks the event as released by its owner: waiters that would wait forever wake up.
     pub fn abandon(&self) {
-        self.lock().abandoned = true;
+        let mut state = self.lock();
+        state.abandoned = true;
+        let callbacks = if state.outcome.is_none() {
+            std::mem::take(&mut state.callbacks)
+        } else {
+            Vec::new()
+        };
+        drop(state);
         self.signalled.notify_all();
+        for cb in callbacks {
+            cb(None);
+        }
     }
 
     /// The outcome if signalled, without waiting.
@@ -134,6 +171,30 @@ mod tests {
         })
         .unwrap();
         assert_eq!(t.join().unwrap().unwrap().status, Status::MismatchingShape);
+    }
+
+    #[test]
+    fn callbacks_run_on_signal_or_at_once() {
+        let e = Event::new();
+        let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let s1 = seen.clone();
+        e.on_signal(Box::new(move |o| {
+            s1.lock().unwrap().push(o.map(|o| o.status))
+        }));
+        assert!(seen.lock().unwrap().is_empty());
+        e.signal_success().unwrap();
+        let s2 = seen.clone();
+        e.on_signal(Box::new(move |o| {
+            s2.lock().unwrap().push(o.map(|o| o.status))
+        }));
+        assert_eq!(*seen.lock().unwrap(), vec![Some(Status::Success); 2]);
+        let dropped = Event::new();
+        let s3 = seen.clone();
+        dropped.on_signal(Box::new(move |o| {
+            s3.lock().unwrap().push(o.map(|o| o.status))
+        }));
+        dropped.abandon();
+        assert_eq!(seen.lock().unwrap().last(), Some(&None));
     }
 
     #[test]

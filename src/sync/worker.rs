@@ -1,104 +1,179 @@
-//! The per-graph run queue: jobs run one after another on a dedicated thread, so that
-//! `onnxRunGraph` returns at once while one graph's runs stay serialised and several graphs run
-//! concurrently. Dropping the queue (or calling [`RunQueue::drain`]) waits for queued jobs.
+//! The per-graph run queue. `onnxRunGraph` enqueues a run and returns; when the run's input
+//! fence is signalled and every earlier run of the graph has finished, the run is spawned on
+//! the backend's thread pool. So one graph's runs stay serialised and in order, several graphs
+//! run concurrently, and no thread ever blocks waiting for a fence.
 
-use std::sync::mpsc::{channel, Sender};
-use std::sync::Mutex;
-use std::thread::JoinHandle;
+use super::event::{Event, Outcome};
+use std::collections::VecDeque;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
-type Job = Box<dyn FnOnce() + Send + 'static>;
+/// A run: receives the input fence's outcome (`None` if the fence was abandoned).
+pub type Job = Box<dyn FnOnce(Option<Outcome>) + Send + 'static>;
 
-/// A FIFO of jobs served by one thread, started on first use.
+struct Pending {
+    seq: u64,
+    fence: Option<Option<Outcome>>,
+    job: Option<Job>,
+}
+
+#[derive(Default)]
+struct State {
+    queue: VecDeque<Pending>,
+    next_seq: u64,
+    running: bool,
+}
+
+struct Inner {
+    pool: Arc<rayon::ThreadPool>,
+    state: Mutex<State>,
+    idle: Condvar,
+}
+
+/// A FIFO of runs gated by their input fences, executed one at a time on a thread pool.
+#[derive(Clone)]
 pub struct RunQueue {
-    name: String,
-    inner: Mutex<Option<(Sender<Job>, JoinHandle<()>)>>,
+    inner: Arc<Inner>,
+}
+
+impl Inner {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Starts the front run if it is ready and nothing runs.
+    fn pump(self: &Arc<Self>) {
+        let mut state = self.lock();
+        if state.running {
+            return;
+        }
+        let ready = matches!(state.queue.front(), Some(p) if p.fence.is_some());
+        if !ready {
+            return;
+        }
+        let mut front = state.queue.pop_front().expect("checked above");
+        state.running = true;
+        drop(state);
+        let fence = front.fence.take().expect("checked above");
+        let job = front.job.take().expect("each run is started once");
+        let me = self.clone();
+        self.pool.spawn_fifo(move || {
+            // A job catches its own panics; this is a last line of defence so that one broken
+            // job cannot leave the queue stuck.
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job(fence)));
+            me.lock().running = false;
+            me.idle.notify_all();
+            me.pump();
+        });
+    }
+
+    fn fence_fired(self: &Arc<Self>, seq: u64, outcome: Option<Outcome>) {
+        {
+            let mut state = self.lock();
+            if let Some(p) = state.queue.iter_mut().find(|p| p.seq == seq) {
+                p.fence = Some(outcome);
+            }
+        }
+        self.pump();
+    }
 }
 
 impl RunQueue {
-    /// A queue whose thread will carry the given name.
-    pub fn new(name: impl Into<String>) -> Self {
+    /// An empty queue whose runs execute on `pool`.
+    pub fn new(pool: Arc<rayon::ThreadPool>) -> Self {
         RunQueue {
-            name: name.into(),
-            inner: Mutex::new(None),
+            inner: Arc::new(Inner {
+                pool,
+                state: Mutex::new(State::default()),
+                idle: Condvar::new(),
+            }),
         }
     }
 
-    /// Queues a job. Fails (giving the job back) when no thread could be started.
-    pub fn submit(&self, job: Job) -> Result<(), Job> {
-        let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        if inner.is_none() {
-            let (tx, rx) = channel::<Job>();
-            let spawned = std::thread::Builder::new()
-                .name(self.name.clone())
-                .spawn(move || {
-                    for job in rx {
-                        // A job catches its own panics; this is a last line of defence so that
-                        // one broken job does not stop the queue.
-                        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
-                    }
-                });
-            match spawned {
-                Ok(handle) => *inner = Some((tx, handle)),
-                Err(_) => return Err(job),
-            }
-        }
-        let (tx, _) = inner.as_ref().expect("started above");
-        tx.send(job).map_err(|e| e.0)
+    /// Queues `job`, to start once `input` is signalled (or abandoned) and earlier runs are done.
+    pub fn submit(&self, input: &Event, job: Job) {
+        let seq = {
+            let mut state = self.inner.lock();
+            let seq = state.next_seq;
+            state.next_seq += 1;
+            state.queue.push_back(Pending {
+                seq,
+                fence: None,
+                job: Some(job),
+            });
+            seq
+        };
+        let inner = self.inner.clone();
+        input.on_signal(Box::new(move |outcome| inner.fence_fired(seq, outcome)));
     }
 
-    /// Waits until every queued job has finished, and stops the thread.
+    /// Waits until every queued run has finished.
     pub fn drain(&self) {
-        let taken = self.inner.lock().unwrap_or_else(|p| p.into_inner()).take();
-        if let Some((tx, handle)) = taken {
-            drop(tx);
-            if handle.thread().id() != std::thread::current().id() {
-                let _ = handle.join();
-            }
+        let mut state = self.inner.lock();
+        while state.running || !state.queue.is_empty() {
+            state = self
+                .inner
+                .idle
+                .wait(state)
+                .unwrap_or_else(|p| p.into_inner());
         }
-    }
-}
-
-impl Drop for RunQueue {
-    fn drop(&mut self) {
-        self.drain();
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    use std::sync::Arc;
+    use crate::error::Status;
 
-    #[test]
-    fn jobs_run_in_order_and_drain_waits() {
-        let q = RunQueue::new("test-queue");
-        let log = Arc::new(Mutex::new(Vec::new()));
-        for i in 0..10 {
-            let log = log.clone();
-            q.submit(Box::new(move || {
-                std::thread::sleep(std::time::Duration::from_millis(1));
-                log.lock().unwrap().push(i)
-            }))
-            .ok()
-            .unwrap();
-        }
-        q.drain();
-        assert_eq!(*log.lock().unwrap(), (0..10).collect::<Vec<_>>());
+    fn pool(n: usize) -> Arc<rayon::ThreadPool> {
+        Arc::new(
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(n)
+                .build()
+                .unwrap(),
+        )
     }
 
     #[test]
-    fn a_panicking_job_does_not_stop_the_queue() {
-        let q = RunQueue::new("test-queue");
-        let n = Arc::new(AtomicUsize::new(0));
-        q.submit(Box::new(|| panic!("boom"))).ok().unwrap();
-        let n2 = n.clone();
-        q.submit(Box::new(move || {
-            n2.fetch_add(1, Ordering::SeqCst);
-        }))
-        .ok()
-        .unwrap();
+    fn runs_wait_for_their_fence_and_keep_their_order() {
+        let q = RunQueue::new(pool(2));
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let fences: Vec<Arc<Event>> = (0..5).map(|_| Arc::new(Event::new())).collect();
+        for (i, f) in fences.iter().enumerate() {
+            let log = log.clone();
+            q.submit(
+                f,
+                Box::new(move |o| log.lock().unwrap().push((i, o.map(|o| o.status)))),
+            );
+        }
+        // Fences fire out of order; runs still start in submission order.
+        for i in [3, 1, 4, 0, 2] {
+            std::thread::sleep(std::time::Duration::from_millis(2));
+            if i == 4 {
+                fences[i].abandon();
+            } else {
+                fences[i].signal_success().unwrap();
+            }
+        }
         q.drain();
-        assert_eq!(n.load(Ordering::SeqCst), 1);
+        let got = log.lock().unwrap().clone();
+        assert_eq!(
+            got.iter().map(|e| e.0).collect::<Vec<_>>(),
+            vec![0, 1, 2, 3, 4]
+        );
+        assert_eq!(got[4].1, None);
+        assert_eq!(got[0].1, Some(Status::Success));
+    }
+
+    #[test]
+    fn a_panicking_run_does_not_stop_the_queue() {
+        let q = RunQueue::new(pool(1));
+        let ready = Event::new();
+        ready.signal_success().unwrap();
+        let n = Arc::new(Mutex::new(0));
+        q.submit(&ready, Box::new(|_| panic!("boom")));
+        let n2 = n.clone();
+        q.submit(&ready, Box::new(move |_| *n2.lock().unwrap() += 1));
+        q.drain();
+        assert_eq!(*n.lock().unwrap(), 1);
     }
 }
