@@ -9,6 +9,9 @@ use std::time::Instant;
 /// Environment variable that sets the number of compute threads of each backend.
 pub const THREADS_ENV: &str = "ONNXIFI_RUST_NUM_THREADS";
 
+/// Upper bound on compute threads per backend, whatever the environment asks for.
+pub const MAX_THREADS: usize = 1024;
+
 /// Facts about the machine, read once.
 #[derive(Clone, Debug)]
 pub struct CpuInfo {
@@ -167,6 +170,7 @@ pub fn thread_count() -> usize {
         .and_then(|v| v.trim().parse::<usize>().ok())
         .filter(|&n| n > 0)
         .unwrap_or(cpu_info().cores)
+        .min(MAX_THREADS)
 }
 
 /// An initialised backend: settings and the thread pool its graphs compute on.

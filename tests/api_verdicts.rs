@@ -12,7 +12,10 @@ fn backend_id() -> onnxBackendID {
     let mut id: onnxBackendID = std::ptr::null_mut();
     let mut n = 1usize;
     // SAFETY: valid out-pointers for one ID.
-    assert_eq!(unsafe { onnxGetBackendIDs(&mut id, &mut n) }, ONNXIFI_STATUS_SUCCESS);
+    assert_eq!(
+        unsafe { onnxGetBackendIDs(&mut id, &mut n) },
+        ONNXIFI_STATUS_SUCCESS
+    );
     id
 }
 
@@ -27,11 +30,18 @@ fn last_message() -> String {
 
 /// Compatibility status and message for a model in text syntax.
 fn verdict(text: &str) -> (onnxStatus, String) {
-    let bytes = parse_model(text).unwrap_or_else(|e| panic!("{e}")).encode_to_vec();
+    let bytes = parse_model(text)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .encode_to_vec();
     let id = backend_id();
     // SAFETY: `bytes` is alive for the call.
-    let st = unsafe { onnxGetBackendCompatibility(id, bytes.len(), bytes.as_ptr() as *const c_void) };
-    let msg = if st == ONNXIFI_STATUS_SUCCESS { String::new() } else { last_message() };
+    let st =
+        unsafe { onnxGetBackendCompatibility(id, bytes.len(), bytes.as_ptr() as *const c_void) };
+    let msg = if st == ONNXIFI_STATUS_SUCCESS {
+        String::new()
+    } else {
+        last_message()
+    };
     // SAFETY: a live ID.
     assert_eq!(unsafe { onnxReleaseBackendID(id) }, ONNXIFI_STATUS_SUCCESS);
     (st, msg)
@@ -60,7 +70,10 @@ fn a_spec_violation_names_the_rule_and_the_node() {
         }"#,
     );
     assert_eq!(st, ONNXIFI_STATUS_INVALID_MODEL, "{msg}");
-    assert!(msg.contains("input-not-produced") && msg.contains("second"), "{msg}");
+    assert!(
+        msg.contains("input-not-produced") && msg.contains("second"),
+        "{msg}"
+    );
 }
 
 #[test]
@@ -118,4 +131,15 @@ fn a_newer_opset_than_supported_is_unsupported_version() {
         }"#,
     );
     assert_eq!(st, ONNXIFI_STATUS_UNSUPPORTED_VERSION);
+}
+
+#[test]
+fn a_model_too_large_for_memory_is_refused_not_aborted() {
+    let (st, msg) = verdict(
+        r#"<ir_version: 8, opset_import: ["" : 13]>
+        g (float[1000000, 1000000, 1000] x) => (float[1000000, 1000000, 1000] y) {
+            y = Relu(x)
+        }"#,
+    );
+    assert_eq!(st, ONNXIFI_STATUS_NO_SYSTEM_MEMORY, "{msg}");
 }

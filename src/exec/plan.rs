@@ -62,6 +62,7 @@ impl Plan {
         }
 
         let mut steps = Vec::new();
+        let mut total_bytes = 0u64;
         for (index, node) in graph.nodes.iter().enumerate() {
             let def = ops::lookup(&node.domain, &node.op_type).ok_or_else(|| {
                 Error::new(
@@ -105,6 +106,20 @@ impl Plan {
                 ));
             }
             for (slot, (dtype, shape)) in node.outputs.iter().zip(&built.outputs) {
+                let bytes = crate::ir::numel(shape)
+                    .ok()
+                    .and_then(|n| n.checked_mul(dtype.size().unwrap_or(1)))
+                    .filter(|&b| b as u64 <= memory_limit())
+                    .ok_or_else(|| {
+                        Error::new(
+                            Status::NoSystemMemory,
+                            format!(
+                                "{}: an output of shape {shape:?} does not fit in memory",
+                                node.describe()
+                            ),
+                        )
+                    })?;
+                total_bytes = total_bytes.saturating_add(bytes as u64);
                 if let Some(id) = slot {
                     check_declared(graph, *id, *dtype, shape)?;
                     types[*id] = Some((*dtype, shape.clone()));
@@ -149,6 +164,15 @@ impl Plan {
             }
         }
 
+        if total_bytes > memory_limit() {
+            return Err(Error::new(
+                Status::NoSystemMemory,
+                format!(
+                    "the graph's values need {total_bytes} bytes, more than this machine's memory"
+                ),
+            ));
+        }
+
         // Liveness: the last step that reads (or, for dead outputs, writes) each value.
         let mut last_use: Vec<Option<usize>> = vec![None; n];
         for (s, step) in steps.iter().enumerate() {
@@ -190,6 +214,14 @@ impl Plan {
                     .unwrap_or_default()
             })
             .collect()
+    }
+}
+
+/// The most memory a plan may ask for: the machine's physical memory (1 TiB if unknown).
+fn memory_limit() -> u64 {
+    match crate::backend::cpu_info().memory_bytes {
+        0 => 1 << 40,
+        m => m,
     }
 }
 

@@ -6,7 +6,7 @@ pub mod import;
 mod tensor;
 
 pub use import::{import, Weight};
-pub use tensor::{DataType, Tensor, TensorData};
+pub use tensor::{numel, DataType, Tensor, TensorData};
 
 use std::collections::BTreeMap;
 
