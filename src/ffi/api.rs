@@ -617,6 +617,23 @@ fn execute(g: &Graph, binding: &Binding, fence: Option<Outcome>) -> Result<()> {
     Ok(())
 }
 
+/// Creates the output event, queues the run and stores the event in the caller's output fence.
+///
+/// # Safety
+/// `output_fence` points to a writable fence whose tag was checked.
+unsafe fn start_run(
+    g: &Arc<Graph>,
+    binding: Arc<Binding>,
+    input: &Event,
+    output_fence: *mut onnxMemoryFenceV1,
+) {
+    let output = Arc::new(Event::new());
+    queue_run(g, binding, input, output.clone());
+    let handle = EVENTS.insert(output);
+    // SAFETY: as stated for this function; only the event member is written.
+    unsafe { std::ptr::addr_of_mut!((*output_fence).event).write_unaligned(handle) };
+}
+
 /// Starts an asynchronous run: validates, creates the output event, queues the run and returns
 /// at once. The run waits for the input fence on its own thread.
 #[no_mangle]
@@ -638,11 +655,8 @@ pub unsafe extern "C" fn onnxRunGraph(
                 "no successful onnxSetGraphIO precedes this run",
             )
         })?;
-        let output = Arc::new(Event::new());
-        queue_run(&g, binding, &input, output.clone());
-        let handle = EVENTS.insert(output);
-        // SAFETY: checked non-NULL and tagged; only the event member is written.
-        unsafe { std::ptr::addr_of_mut!((*outputFence).event).write_unaligned(handle) };
+        // SAFETY: `outputFence` was read (non-NULL, tagged) by `read_fence` above.
+        unsafe { start_run(&g, binding, &input, outputFence) };
         Ok(Status::Success)
     })
 }
@@ -687,11 +701,8 @@ pub unsafe extern "C" fn onnxSetIOAndRunGraph(
         *g.binding.lock().unwrap_or_else(|p| p.into_inner()) = Some(binding.clone());
         let ready = Arc::new(Event::new());
         ready.signal_success()?;
-        let output = Arc::new(Event::new());
-        queue_run(&g, binding, &ready, output.clone());
-        let handle = EVENTS.insert(output);
-        // SAFETY: checked non-NULL and tagged; only the event member is written.
-        unsafe { std::ptr::addr_of_mut!((*outputFence).event).write_unaligned(handle) };
+        // SAFETY: `outputFence` was read (non-NULL, tagged) by `read_fence` above.
+        unsafe { start_run(&g, binding, &ready, outputFence) };
         Ok(Status::Success)
     })
 }
