@@ -1,55 +1,123 @@
 //! `onnxifi-run`: drives `libonnxifi-rust.so` through its ONNXIFI C ABI, the way a framework
-//! does (dlopen + the documented call sequence), to run a model from the command line.
+//! does (dlopen + the documented call sequence), to run a model from the command line; also
+//! checks models against the ONNX IR specification and converts between the binary protobuf
+//! form and the ONNX text syntax.
 //!
 //! ```text
-//! onnxifi-run [--lib PATH] run MODEL [--input NAME=FILE.bin]... [--dim SYMBOL=N]... [--repeat N]
+//! onnxifi-run [--lib PATH] run MODEL [--from FMT] [--input NAME=FILE.bin]... [--dim SYMBOL=N]... [--repeat N]
+//! onnxifi-run check MODEL [--from FMT] [--pedantic]
+//! onnxifi-run convert IN OUT [--from FMT] [--to FMT]
 //! ```
 //!
 //! The library is found at `--lib PATH`, else env `ONNXIFI_RUST_LIB`, else
 //! `libonnxifi_rust.so` / `libonnxifi-rust.so` next to the executable. Inputs without `--input`
 //! get the deterministic values of `examples/make_small_cnn.py`
 //! (`x[i] = ((i*37+11) % 101)/50 - 1`). Symbolic dimensions default to 1.
+//!
+//! A model is binary (`.onnx`) or text (`.onnxtxt`, `.txt`); `-` is stdin (or stdout for
+//! `convert`'s OUT). Without `--from`, the format of a model read comes from its extension, else
+//! from its content (see [`sniff`]). Exit status: 0 success (for `check`: the model is valid),
+//! 1 failure (for `check`: the model is invalid, undecodable or unparseable), 2 usage errors
+//! and unreadable input.
 //! Argument parsing is dependency-free on purpose; each subcommand has its own function.
 
+use onnxifi_rust::check::spec::{check_model_with, Level, Options, RULES};
 use onnxifi_rust::model::onnx;
+use onnxifi_rust::text;
+use prost::Message;
 use std::ffi::{c_char, c_void, CString};
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+/// The text of `onnxifi-run help`.
 const USAGE: &str = "\
 usage: onnxifi-run [--lib PATH] <command> [args]
 
 commands:
-  run MODEL [--input NAME=FILE.bin]... [--dim SYMBOL=N]... [--repeat N]
+  run MODEL [--from FMT] [--input NAME=FILE.bin]... [--dim SYMBOL=N]... [--repeat N]
       run MODEL on the ONNXIFI backend; print each output's name, shape and first values,
       and the latency (min/median) over N runs (default 10)
+  check MODEL [--from FMT] [--pedantic]
+      check MODEL against every MUST rule of the ONNX IR specification; print each
+      violation as `[rule-id] location: message` and a summary. Exit 0 when valid, 1 when
+      not (or when MODEL does not decode or parse). --pedantic adds the pedantic rules
+  convert IN OUT [--from FMT] [--to FMT]
+      convert a model between binary protobuf and the ONNX text syntax
   help
       show this text
 
-The library is --lib PATH, else $ONNXIFI_RUST_LIB, else libonnxifi_rust.so next to this
-executable. Input files hold raw little-endian elements of the input's type.";
+FMT is `onnx` (binary protobuf) or `text` (ONNX text syntax). Formats come from extensions
+(.onnx binary; .onnxtxt, .txt text); a model read with another extension, or from `-` (stdin),
+is sniffed: UTF-8 without control characters is text, anything else binary. Writing to `-`
+(stdout) or to another extension needs --to.
 
+The library is --lib PATH, else $ONNXIFI_RUST_LIB, else libonnxifi_rust.so next to this
+executable. Input files hold raw little-endian elements of the input's type.
+Exit status: 0 success, 1 failure (check: invalid model), 2 usage error or unreadable input.";
+
+/// Runs the command line; the exit status is described in [`CliError`].
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match dispatch(args) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(code) => code,
         Err(e) => {
-            eprintln!("onnxifi-run: {e}");
-            ExitCode::FAILURE
+            eprintln!("onnxifi-run: {}", e.message);
+            ExitCode::from(e.code)
         }
     }
 }
 
-/// Splits off the global options and runs the subcommand.
-fn dispatch(mut args: Vec<String>) -> Result<(), String> {
+/// Why a command stopped, and the exit status that tells the caller.
+#[derive(Debug)]
+struct CliError {
+    /// 1: the command failed (or, for `check`, the model is invalid); 2: usage error or
+    /// unreadable input.
+    code: u8,
+    /// What to print after `onnxifi-run: `.
+    message: String,
+}
+
+impl CliError {
+    /// A usage error (bad arguments) or input that cannot be read: exit status 2.
+    fn usage(message: impl Into<String>) -> Self {
+        CliError {
+            code: 2,
+            message: message.into(),
+        }
+    }
+
+    /// A failure of the command itself: exit status 1.
+    fn failed(message: impl Into<String>) -> Self {
+        CliError {
+            code: 1,
+            message: message.into(),
+        }
+    }
+}
+
+impl From<String> for CliError {
+    fn from(message: String) -> Self {
+        CliError::failed(message)
+    }
+}
+
+impl From<&str> for CliError {
+    fn from(message: &str) -> Self {
+        CliError::failed(message)
+    }
+}
+
+/// Splits off the global options and runs the subcommand; returns the exit status.
+fn dispatch(mut args: Vec<String>) -> Result<ExitCode, CliError> {
     let mut lib = None;
     while let Some(first) = args.first() {
         match first.as_str() {
             "--lib" => {
                 args.remove(0);
                 if args.is_empty() {
-                    return Err("--lib needs a path".into());
+                    return Err(CliError::usage("--lib needs a path"));
                 }
                 lib = Some(PathBuf::from(args.remove(0)));
             }
@@ -61,30 +129,347 @@ fn dispatch(mut args: Vec<String>) -> Result<(), String> {
         }
     }
     if args.is_empty() {
-        return Err(format!("no command\n{USAGE}"));
+        return Err(CliError::usage(format!("no command\n{USAGE}")));
     }
     let command = args.remove(0);
     match command.as_str() {
-        "run" => cmd_run(lib, args),
+        "run" => cmd_run(lib, args).map(|()| ExitCode::SUCCESS),
+        "check" => cmd_check(args),
+        "convert" => cmd_convert(args).map(|()| ExitCode::SUCCESS),
         "help" | "--help" | "-h" => {
             println!("{USAGE}");
-            Ok(())
+            Ok(ExitCode::SUCCESS)
         }
-        other => Err(format!("unknown command {other:?}\n{USAGE}")),
+        other => Err(CliError::usage(format!(
+            "unknown command {other:?}\n{USAGE}"
+        ))),
     }
+}
+
+// ----------------------------------------------------------------------------- model files
+
+/// The two ways a model is written down.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Format {
+    /// A serialized `ModelProto` (`.onnx`).
+    Onnx,
+    /// The ONNX text syntax (`.onnxtxt`, `.txt`).
+    Text,
+}
+
+impl Format {
+    /// The value of `--from`/`--to`: `onnx` or `text`.
+    fn from_flag(flag: &str, value: &str) -> Result<Format, CliError> {
+        match value {
+            "onnx" => Ok(Format::Onnx),
+            "text" => Ok(Format::Text),
+            _ => Err(CliError::usage(format!(
+                "{flag} {value:?}: expected `text` or `onnx`"
+            ))),
+        }
+    }
+
+    /// The format a path's extension names, if it names one (`-` names none).
+    fn from_extension(path: &str) -> Option<Format> {
+        let ext = Path::new(path).extension()?.to_str()?.to_ascii_lowercase();
+        match ext.as_str() {
+            "onnx" => Some(Format::Onnx),
+            "onnxtxt" | "txt" => Some(Format::Text),
+            _ => None,
+        }
+    }
+}
+
+/// The format of a model's content: text when it is UTF-8 (a byte-order mark allowed) without
+/// control characters other than tab, line feed, carriage return and form feed; binary
+/// otherwise. A serialized model with a graph always holds such bytes (field tags 1 to 3 and
+/// length prefixes below 32), while text never does; trying a protobuf decode first would not
+/// do, as the decoder skips unknown fields and can accept text.
+fn sniff(bytes: &[u8]) -> Format {
+    match std::str::from_utf8(bytes) {
+        Ok(s)
+            if !s.is_empty()
+                && !s
+                    .chars()
+                    .any(|c| c.is_control() && !matches!(c, '\t' | '\n' | '\r' | '\x0c')) =>
+        {
+            Format::Text
+        }
+        _ => Format::Onnx,
+    }
+}
+
+/// What is shown for a model path (`<stdin>` for `-`).
+fn display_name(path: &str) -> &str {
+    if path == "-" {
+        "<stdin>"
+    } else {
+        path
+    }
+}
+
+/// Reads a whole file, or stdin for `-`; failures are exit status 2.
+fn read_input(path: &str) -> Result<Vec<u8>, CliError> {
+    let mut bytes = Vec::new();
+    if path == "-" {
+        std::io::stdin()
+            .lock()
+            .read_to_end(&mut bytes)
+            .map_err(|e| CliError::usage(format!("cannot read stdin: {e}")))?;
+    } else {
+        bytes =
+            std::fs::read(path).map_err(|e| CliError::usage(format!("cannot read {path}: {e}")))?;
+    }
+    Ok(bytes)
+}
+
+/// A model read from a file or stdin.
+struct LoadedModel {
+    /// The decoded (or parsed) model.
+    model: onnx::ModelProto,
+    /// The serialized model: the bytes read for binary input, the encoded parse for text.
+    bytes: Vec<u8>,
+    /// The format it was read in.
+    format: Format,
+}
+
+/// Reads and decodes (or parses) a model. The format is `from`, else the extension's, else
+/// the content's ([`sniff`]). Unreadable input is exit status 2; input that does not decode
+/// or parse is 1, with the parse error's line, column and caret.
+fn load_model(path: &str, from: Option<Format>) -> Result<LoadedModel, CliError> {
+    let bytes = read_input(path)?;
+    let format = from
+        .or_else(|| Format::from_extension(path))
+        .unwrap_or_else(|| sniff(&bytes));
+    let name = display_name(path);
+    match format {
+        Format::Onnx => {
+            let model = onnxifi_rust::model::decode(&bytes)
+                .map_err(|e| CliError::failed(format!("{name}: {}", e.message)))?;
+            Ok(LoadedModel {
+                model,
+                bytes,
+                format,
+            })
+        }
+        Format::Text => {
+            let src = std::str::from_utf8(&bytes).map_err(|e| {
+                CliError::failed(format!(
+                    "{name}: not ONNX text: invalid UTF-8 at byte {}",
+                    e.valid_up_to()
+                ))
+            })?;
+            let src = src.strip_prefix('\u{feff}').unwrap_or(src);
+            let model =
+                text::parse_model(src).map_err(|e| CliError::failed(format!("{name}: {e}")))?;
+            Ok(LoadedModel {
+                bytes: model.encode_to_vec(),
+                model,
+                format,
+            })
+        }
+    }
+}
+
+/// Whether two models are the same message (field-wise, or by their encodings, which also
+/// settles NaN == NaN).
+fn same_model(a: &onnx::ModelProto, b: &onnx::ModelProto) -> bool {
+    a == b || a.encode_to_vec() == b.encode_to_vec()
+}
+
+/// Splits `--flag=value` / `--flag value` arguments: calls `on_flag(flag, value_source)` for
+/// each argument starting with `--`, and collects the others as positionals.
+fn split_args(
+    args: Vec<String>,
+    command: &str,
+    mut on_flag: impl FnMut(&str, &mut dyn FnMut() -> Result<String, CliError>) -> Result<(), CliError>,
+) -> Result<Vec<String>, CliError> {
+    let mut positional = Vec::new();
+    let mut it = args.into_iter();
+    while let Some(a) = it.next() {
+        if a == "-" || !a.starts_with('-') {
+            positional.push(a);
+            continue;
+        }
+        let (flag, inline) = match a.split_once('=') {
+            Some((f, v)) => (f.to_string(), Some(v.to_string())),
+            None => (a.clone(), None),
+        };
+        let mut inline = inline;
+        let mut value = || -> Result<String, CliError> {
+            inline
+                .take()
+                .or_else(|| it.next())
+                .ok_or_else(|| CliError::usage(format!("{command}: {flag} needs a value")))
+        };
+        on_flag(&flag, &mut value)?;
+    }
+    Ok(positional)
+}
+
+// ----------------------------------------------------------------------------- check
+
+/// `onnxifi-run check`: prints every violation of the IR specification and a summary; the exit
+/// status is 0 for a valid model and 1 for an invalid one.
+fn cmd_check(args: Vec<String>) -> Result<ExitCode, CliError> {
+    let mut from = None;
+    let mut pedantic = false;
+    let positional = split_args(args, "check", |flag, value| {
+        match flag {
+            "--from" => from = Some(Format::from_flag(flag, &value()?)?),
+            "--pedantic" => pedantic = true,
+            _ => return Err(CliError::usage(format!("check: unknown option {flag:?}"))),
+        }
+        Ok(())
+    })?;
+    let [path] = positional.as_slice() else {
+        return Err(CliError::usage(format!(
+            "check: expected one MODEL, got {}\nusage: onnxifi-run check MODEL [--from text|onnx] [--pedantic]",
+            positional.len()
+        )));
+    };
+    let name = display_name(path);
+    let loaded = match load_model(path, from) {
+        Ok(m) => m,
+        Err(e) if e.code == 1 => {
+            // Not decodable or not parseable: the model is invalid; say why on stdout.
+            println!("{}", e.message);
+            println!("{name}: invalid: the model could not be read as ONNX");
+            return Ok(ExitCode::FAILURE);
+        }
+        Err(e) => return Err(e),
+    };
+    let opts = Options {
+        pedantic,
+        ..Options::default()
+    };
+    let rules = RULES
+        .iter()
+        .filter(|r| pedantic || r.level == Level::Required)
+        .count();
+    let violations = check_model_with(&loaded.model, &opts);
+    for v in &violations {
+        println!("{v}");
+    }
+    let format = match loaded.format {
+        Format::Onnx => "binary",
+        Format::Text => "text",
+    };
+    if violations.is_empty() {
+        println!("{name}: valid ({format} model; {rules} rules of the ONNX IR specification checked, no violations)");
+        Ok(ExitCode::SUCCESS)
+    } else {
+        let mut broken: Vec<&str> = violations.iter().map(|v| v.rule.id()).collect();
+        broken.sort_unstable();
+        broken.dedup();
+        println!(
+            "{name}: invalid: {} violation(s) of {} rule(s) of the ONNX IR specification ({})",
+            violations.len(),
+            broken.len(),
+            broken.join(", ")
+        );
+        Ok(ExitCode::FAILURE)
+    }
+}
+
+// ----------------------------------------------------------------------------- convert
+
+/// `onnxifi-run convert`: reads IN in one format and writes OUT in the other (or the same).
+///
+/// Text output is parsed back before it is written: text that does not parse, or that parses
+/// to something other than the model's normal form (`text::normalize_model`), is an error;
+/// a model that loses fields the syntax cannot hold gets a warning.
+fn cmd_convert(args: Vec<String>) -> Result<(), CliError> {
+    let mut from = None;
+    let mut to = None;
+    let positional = split_args(args, "convert", |flag, value| {
+        match flag {
+            "--from" => from = Some(Format::from_flag(flag, &value()?)?),
+            "--to" => to = Some(Format::from_flag(flag, &value()?)?),
+            _ => return Err(CliError::usage(format!("convert: unknown option {flag:?}"))),
+        }
+        Ok(())
+    })?;
+    let [input, output] = positional.as_slice() else {
+        return Err(CliError::usage(format!(
+            "convert: expected IN and OUT, got {} argument(s)\nusage: onnxifi-run convert IN OUT [--from text|onnx] [--to text|onnx]",
+            positional.len()
+        )));
+    };
+    let to =
+        match to.or_else(|| Format::from_extension(output)) {
+            Some(f) => f,
+            None if output == "-" => return Err(CliError::usage(
+                "convert: cannot tell which format to write to stdout: add --to text or --to onnx",
+            )),
+            None => {
+                return Err(CliError::usage(format!(
+                    "convert: cannot tell the format of {output:?} from its extension \
+                 (.onnx is binary, .onnxtxt and .txt are text): add --to text or --to onnx"
+                )))
+            }
+        };
+    let loaded = load_model(input, from)?;
+    let out = match to {
+        Format::Onnx => loaded.model.encode_to_vec(),
+        Format::Text => {
+            let printed = text::print_model(&loaded.model);
+            let back = text::parse_model(&printed).map_err(|e| {
+                CliError::failed(format!(
+                    "{}: the model holds something the text syntax cannot spell \
+                     (names that are not identifiers, unknown element types, ...); \
+                     its text does not parse back:\n{e}",
+                    display_name(input)
+                ))
+            })?;
+            if !same_model(&back, &loaded.model) {
+                if !same_model(&back, &text::normalize_model(&loaded.model)) {
+                    return Err(CliError::failed(format!(
+                        "{}: the text printed for this model reads back as a different model",
+                        display_name(input)
+                    )));
+                }
+                eprintln!(
+                    "onnxifi-run: warning: {}: the text syntax cannot hold everything in this model \
+                     (doc strings below the model, metadata below the model, raw tensor encodings, ...); \
+                     those parts are dropped or rewritten",
+                    display_name(input)
+                );
+            }
+            printed.into_bytes()
+        }
+    };
+    if output == "-" {
+        let mut stdout = std::io::stdout().lock();
+        stdout
+            .write_all(&out)
+            .and_then(|()| stdout.flush())
+            .map_err(|e| CliError::failed(format!("cannot write stdout: {e}")))?;
+    } else {
+        std::fs::write(output, &out)
+            .map_err(|e| CliError::failed(format!("cannot write {output}: {e}")))?;
+    }
+    Ok(())
 }
 
 /// Arguments of `run`.
 struct RunArgs {
-    model: PathBuf,
+    /// The model path (`-`: stdin).
+    model: String,
+    /// `--from`: the model's format, when not guessed.
+    from: Option<Format>,
+    /// `--input NAME=FILE`.
     inputs: Vec<(String, PathBuf)>,
+    /// `--dim SYMBOL=N`.
     dims: Vec<(String, u64)>,
+    /// `--repeat N`.
     repeat: usize,
 }
 
 /// Parses the arguments of `run`.
 fn parse_run(args: Vec<String>) -> Result<RunArgs, String> {
     let mut model = None;
+    let mut from = None;
     let mut inputs = Vec::new();
     let mut dims = Vec::new();
     let mut repeat = 10usize;
@@ -119,6 +504,10 @@ fn parse_run(args: Vec<String>) -> Result<RunArgs, String> {
                 }
                 dims.push((n.to_string(), d));
             }
+            "--from" => {
+                let v = value("--from")?;
+                from = Some(Format::from_flag("--from", &v).map_err(|e| e.message)?);
+            }
             "--repeat" => {
                 let v = value("--repeat")?;
                 repeat = v
@@ -127,13 +516,16 @@ fn parse_run(args: Vec<String>) -> Result<RunArgs, String> {
                     .filter(|&n| n > 0)
                     .ok_or_else(|| format!("--repeat {v:?}: expected a positive number"))?;
             }
-            f if f.starts_with('-') => return Err(format!("run: unknown option {f:?}")),
-            _ if model.is_none() => model = Some(PathBuf::from(a)),
+            f if f.starts_with('-') && f != "-" => {
+                return Err(format!("run: unknown option {f:?}"))
+            }
+            _ if model.is_none() => model = Some(a),
             _ => return Err(format!("run: unexpected argument {a:?}")),
         }
     }
     Ok(RunArgs {
         model: model.ok_or("run: no MODEL given")?,
+        from,
         inputs,
         dims,
         repeat,
@@ -142,6 +534,7 @@ fn parse_run(args: Vec<String>) -> Result<RunArgs, String> {
 
 // ----------------------------------------------------------------------------- the C ABI
 
+/// An opaque ONNXIFI handle (backend ID, backend, graph, event).
 type Handle = *mut c_void;
 
 /// `onnxTensorDescriptorV1`.
@@ -164,9 +557,13 @@ struct MemoryFence {
     event: Handle,
 }
 
+/// `ONNXIFI_TAG_TENSOR_DESCRIPTOR_V1`.
 const TAG_TENSOR: i32 = 0x43DF_BF69;
+/// `ONNXIFI_TAG_MEMORY_FENCE_V1`.
 const TAG_FENCE: i32 = 0x23E0_8AAB;
+/// `ONNXIFI_STATUS_SUCCESS`.
 const SUCCESS: i32 = 0;
+/// `ONNXIFI_STATUS_FALLBACK`.
 const FALLBACK: i32 = 1;
 
 /// The entry points the CLI uses, resolved from the loaded library.
@@ -412,11 +809,11 @@ fn descriptor(t: &mut Tensor) -> TensorDescriptor {
 // ----------------------------------------------------------------------------- run
 
 /// `onnxifi-run run`: loads the model, binds inputs/outputs, runs it `repeat` times.
-fn cmd_run(lib: Option<PathBuf>, args: Vec<String>) -> Result<(), String> {
-    let args = parse_run(args)?;
-    let bytes = std::fs::read(&args.model)
-        .map_err(|e| format!("cannot read {}: {e}", args.model.display()))?;
-    let model = onnxifi_rust::model::decode(&bytes).map_err(|e| e.to_string())?;
+///
+/// A text model is parsed and encoded; the library receives the serialized `ModelProto`.
+fn cmd_run(lib: Option<PathBuf>, args: Vec<String>) -> Result<(), CliError> {
+    let args = parse_run(args).map_err(CliError::usage)?;
+    let LoadedModel { model, bytes, .. } = load_model(&args.model, args.from)?;
     let graph = model.graph.as_ref().ok_or("the model has no graph")?;
     let weights: Vec<&str> = graph
         .initializer
@@ -436,14 +833,14 @@ fn cmd_run(lib: Option<PathBuf>, args: Vec<String>) -> Result<(), String> {
         let data = match args.inputs.iter().find(|(n, _)| *n == name) {
             Some((_, file)) => {
                 let d = std::fs::read(file)
-                    .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+                    .map_err(|e| CliError::usage(format!("cannot read {}: {e}", file.display())))?;
                 if d.len() != want {
-                    return Err(format!(
+                    return Err(CliError::usage(format!(
                         "{}: {} bytes, input {name} {shape:?} {} needs {want}",
                         file.display(),
                         d.len(),
                         elem_name(elem)
-                    ));
+                    )));
                 }
                 d
             }
@@ -458,7 +855,9 @@ fn cmd_run(lib: Option<PathBuf>, args: Vec<String>) -> Result<(), String> {
     }
     for (n, _) in &args.inputs {
         if !inputs.iter().any(|t| t.name.to_bytes() == n.as_bytes()) {
-            return Err(format!("--input {n}: the model has no such input"));
+            return Err(CliError::usage(format!(
+                "--input {n}: the model has no such input"
+            )));
         }
     }
     let mut outputs = Vec::new();
@@ -490,14 +889,14 @@ fn cmd_run(lib: Option<PathBuf>, args: Vec<String>) -> Result<(), String> {
         api.info_string(id, 1)?,
         api.info_string(id, 5)?
     );
-    println!("model:   {}", args.model.display());
+    println!("model:   {}", display_name(&args.model));
 
     let result = run_on_backend(&api, id, &bytes, &mut inputs, &mut outputs, args.repeat);
     for id in ids {
         // SAFETY: IDs from onnxGetBackendIDs, released once.
         unsafe { (api.release_backend_id)(id) };
     }
-    let times = result?;
+    let times = result.map_err(CliError::failed)?;
     for t in &inputs {
         println!(
             "input  {} {:?} {}",
