@@ -379,3 +379,13 @@ g (float[1,1,2,2] X) => (float[1,1,1,1] Y)
 { [mp] Y = MaxPool <kernel_shape = [3, 3]> (X) }"#;
     expect_compile_error(text, Status::InvalidModel, &["node 'mp' (MaxPool)"]);
 }
+#[test]
+fn concat_of_scalars_is_an_invalid_model() {
+    // Concat needs rank ≥ 1 (axis must lie in [-r, r-1], empty for scalars).
+    let text = r#"<ir_version: 8, opset_import: ["" : 17]>
+g (float[1] X) => (float[2] Y, float[1] Z)
+<float a = {1}, float b = {2}>
+{ [cat] Y = Concat <axis = 0> (a, b)
+  Z = Identity(X) }"#;
+    expect_compile_error(text, Status::InvalidModel, &["node 'cat' (Concat)"]);
+}
