@@ -389,3 +389,20 @@ g (float[1] X) => (float[2] Y, float[1] Z)
   Z = Identity(X) }"#;
     expect_compile_error(text, Status::InvalidModel, &["node 'cat' (Concat)"]);
 }
+
+#[test]
+fn reshape_target_whose_element_count_overflows() {
+    // (2⁶¹ + 1)·(2⁶² + 6) = 2¹²³ + 2⁶⁴ + 6 ≡ 6 (mod 2⁶⁴): a wrapping product would take this
+    // for the 6 elements of X.
+    let text = r#"<ir_version: 8, opset_import: ["" : 14]>
+g (float[6] X) => (float[a,b] Y)
+<int64[2] s = {2305843009213693953, 4611686018427387910}>
+{ [r] Y = Reshape(X, s) }"#;
+    expect_compile_error(text, Status::InvalidModel, &["node 'r' (Reshape)"]);
+    // Also with -1 to infer: 2⁶³ (two dims of 2³² · 2³¹) overflows before dividing.
+    let text = r#"<ir_version: 8, opset_import: ["" : 14]>
+g (float[6] X) => (float[a,b,c] Y)
+<int64[3] s = {4294967296, 4294967296, -1}>
+{ [r] Y = Reshape(X, s) }"#;
+    expect_compile_error(text, Status::InvalidModel, &["node 'r' (Reshape)"]);
+}
