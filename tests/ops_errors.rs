@@ -406,3 +406,23 @@ g (float[6] X) => (float[a,b,c] Y)
 { [r] Y = Reshape(X, s) }"#;
     expect_compile_error(text, Status::InvalidModel, &["node 'r' (Reshape)"]);
 }
+
+#[test]
+fn output_shape_whose_element_count_overflows() {
+    // Pads of 2⁴⁰ make a 2⁴¹ × 2⁴¹ output per plane: 2⁸² elements.
+    let text = r#"<ir_version: 8, opset_import: ["" : 17]>
+g (float[1,1,2,2] X) => (float[a,b,c,d] Y)
+{ [mp] Y = MaxPool <kernel_shape = [1, 1], pads = [1099511627776, 1099511627776, 1099511627776, 1099511627776]> (X) }"#;
+    expect_compile_error(text, Status::UnsupportedShape, &["node 'mp' (MaxPool)"]);
+    // Pads near i64::MAX: the padded size itself overflows.
+    let text = r#"<ir_version: 8, opset_import: ["" : 17]>
+g (float[1,1,2,2] X) => (float[a,b,c,d] Y)
+<float[1,1,1,1] W = {1}>
+{ [conv] Y = Conv <pads = [9223372036854775807, 0, 9223372036854775807, 0]> (X, W) }"#;
+    let e = compile(text).err().expect("must be refused");
+    assert!(
+        matches!(e.status, Status::InvalidModel | Status::UnsupportedShape),
+        "{e}"
+    );
+    assert!(e.message.contains("node 'conv' (Conv)"), "{e}");
+}

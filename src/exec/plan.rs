@@ -105,6 +105,19 @@ impl Plan {
                 ));
             }
             for (slot, (dtype, shape)) in node.outputs.iter().zip(&built.outputs) {
+                if shape
+                    .iter()
+                    .try_fold(1usize, |acc, &d| acc.checked_mul(d))
+                    .is_none()
+                {
+                    return Err(Error::new(
+                        Status::UnsupportedShape,
+                        format!(
+                            "{}: output shape {shape:?} has too many elements",
+                            node.describe()
+                        ),
+                    ));
+                }
                 if let Some(id) = slot {
                     check_declared(graph, *id, *dtype, shape)?;
                     types[*id] = Some((*dtype, shape.clone()));
