@@ -557,6 +557,23 @@ fn conv_geometries_with_fused_activations() {
             "group = 12, strides = [2, 2], pads = [1, 1, 1, 1]",
             "Clip6",
         ),
+        // Pads wider than the kernel: border windows see only padding (bias alone).
+        (
+            "k",
+            &[1, 3, 4, 4],
+            &[2, 3, 1, 1],
+            "pads = [1, 2, 1, 2]",
+            "Tanh",
+        ),
+        (
+            "l",
+            &[1, 3, 5, 5],
+            &[3, 1, 2, 2],
+            "group = 3, pads = [3, 3, 3, 3]",
+            "Relu",
+        ),
+        // Strides longer than the kernel skip input positions.
+        ("m", &[1, 2, 9, 8], &[3, 2, 2, 2], "strides = [3, 3]", ""),
     ];
     let mut rng = Rng::new(5);
     let mut inits = Inits {
@@ -711,11 +728,16 @@ fn pooling_variants() {
   H = MaxPool <kernel_shape = [3], strides = [2], ceil_mode = 1> (X1)
   I = AveragePool <kernel_shape = [4], strides = [3], pads = [1, 2], count_include_pad = 1> (X1)
   J = MaxPool <kernel_shape = [2, 2], auto_pad = \"SAME_UPPER\", strides = [2, 2]> (X)
-  K = AveragePool <kernel_shape = [3, 3], auto_pad = \"SAME_LOWER\"> (X)";
+  K = AveragePool <kernel_shape = [3, 3], auto_pad = \"SAME_LOWER\"> (X)
+  L = AveragePool <kernel_shape = [2, 2], dilations = [2, 2], pads = [1, 1, 1, 1], count_include_pad = 1> (X)
+  M = AveragePool <kernel_shape = [2, 3], dilations = [2, 1], strides = [2, 2], pads = [1, 0, 1, 1], ceil_mode = 1> (X)
+  N = MaxPool <kernel_shape = [3, 2], dilations = [1, 3], strides = [2, 3], pads = [0, 1, 1, 0], ceil_mode = 1> (X)
+  O = AveragePool <kernel_shape = [3], dilations = [2], strides = [2], pads = [2, 2], ceil_mode = 1, count_include_pad = 1> (X1)";
     let text = model(
         19,
         "float[2,3,9,10] X, float[2,3,13] X1",
-        "float[a0,a1,a2,a3] A, float[b0,b1,b2,b3] B, float[c0,c1,c2,c3] C, float[d0,d1,d2,d3] D, float[e0,e1,e2,e3] E, float[f0,f1,f2,f3] F, float[g0,g1,g2,g3] G, float[h0,h1,h2] H, float[i0,i1,i2] I, float[j0,j1,j2,j3] J, float[k0,k1,k2,k3] K",
+        "float[a0,a1,a2,a3] A, float[b0,b1,b2,b3] B, float[c0,c1,c2,c3] C, float[d0,d1,d2,d3] D, float[e0,e1,e2,e3] E, float[f0,f1,f2,f3] F, float[g0,g1,g2,g3] G, float[h0,h1,h2] H, float[i0,i1,i2] I, float[j0,j1,j2,j3] J, float[k0,k1,k2,k3] K, \
+         float[l0,l1,l2,l3] L, float[m0,m1,m2,m3] M, float[n0,n1,n2,n3] N, float[o0,o1,o2] O",
         &[],
         body,
     );
@@ -874,4 +896,43 @@ fn larger_gemm_and_matmul_shapes() {
         named("Bm", data.tensor(&[3, 130, 70], -0.2, 0.2)),
     ];
     compare(&exe, &text, &feeds, "large");
+}
+
+#[test]
+fn data_movement_and_large_element_wise() {
+    if !ort_available() {
+        return;
+    }
+    // Transposes that take the 2-D blocked path with ragged blocks, the 3-D path, a rank-5
+    // permutation and a large (parallel) one; large broadcasting arithmetic; softmax along a
+    // middle axis; Concat of three inputs; Flatten and Reshape around them.
+    let body = "
+  T2 = Transpose(A)
+  T3 = Transpose <perm = [1, 0, 2]> (B)
+  T5 = Transpose <perm = [4, 1, 3, 0, 2]> (C)
+  TL = Transpose <perm = [2, 0, 1]> (L)
+  E = Add(L, col)
+  F = Mul(E, L)
+  S = Softmax <axis = 1> (L)
+  K = Concat <axis = 2> (B, B, B)
+  fl = Flatten <axis = 2> (K)
+  R = Reshape(fl, shape)";
+    let text = model(
+        13,
+        "float[70,90] A, float[3,40,50] B, float[2,3,4,5,6] C, float[4,130,130] L, float[130,1] col",
+        "float[90,70] T2, float[40,3,50] T3, float[6,3,5,2,4] T5, float[130,4,130] TL, \
+         float[4,130,130] E, float[4,130,130] F, float[4,130,130] S, float[60,300] R",
+        &["int64[2] shape = {60, -1}".to_string()],
+        body,
+    );
+    let exe = compile_ok(&text);
+    let mut data = Rng::new(1200);
+    let feeds = [
+        named("A", data.tensor(&[70, 90], -1.0, 1.0)),
+        named("B", data.tensor(&[3, 40, 50], -1.0, 1.0)),
+        named("C", data.tensor(&[2, 3, 4, 5, 6], -1.0, 1.0)),
+        named("L", data.tensor(&[4, 130, 130], -3.0, 3.0)),
+        named("col", data.tensor(&[130, 1], -1.0, 1.0)),
+    ];
+    compare(&exe, &text, &feeds, "data movement");
 }
