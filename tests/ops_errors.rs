@@ -132,12 +132,20 @@ fn declared_output_shape_contradicting_inference() {
 g (float[1,1,3,3] X) => (float[1,1,3,3] Y)
 <float[1,1,2,2] W = {1, 0, 0, 1}>
 { [conv] Y = Conv(X, W) }"#;
-    expect_compile_error(text, Status::MismatchingShape, &["'Y'", "[1, 1, 2, 2]"]);
+    expect_compile_error(
+        text,
+        Status::MismatchingShape,
+        &["node 'conv' (Conv)", "'Y'", "[1, 1, 3, 3]", "[1, 1, 2, 2]"],
+    );
     // Wrong rank.
     let text = r#"<ir_version: 8, opset_import: ["" : 17]>
 g (float[2,3] X) => (float[6] Y)
 { [t] Y = Transpose(X) }"#;
-    expect_compile_error(text, Status::MismatchingShape, &["'Y'", "[3, 2]"]);
+    expect_compile_error(
+        text,
+        Status::MismatchingShape,
+        &["node 't' (Transpose)", "'Y'", "[6]", "[3, 2]"],
+    );
 }
 
 #[test]
@@ -148,7 +156,11 @@ g (float[2,3] X) => (float[2,2] Y)
 <float[3,2] W = {1, 0, 0, 1, 1, 1}, float[2,3] h>
 { [mm] h = MatMul(X, W)
   [r] Y = Relu(h) }"#;
-    expect_compile_error(text, Status::MismatchingShape, &["'h'"]);
+    expect_compile_error(
+        text,
+        Status::MismatchingShape,
+        &["node 'mm' (MatMul)", "'h'", "[2, 3]"],
+    );
 }
 
 #[test]
@@ -156,7 +168,11 @@ fn declared_output_type_contradicting_inference() {
     let text = r#"<ir_version: 8, opset_import: ["" : 17]>
 g (float[2] X) => (int64[2] Y)
 { [r] Y = Relu(X) }"#;
-    expect_compile_error(text, Status::MismatchingDatatype, &["'Y'", "int64"]);
+    expect_compile_error(
+        text,
+        Status::MismatchingDatatype,
+        &["node 'r' (Relu)", "'Y'", "int64"],
+    );
 }
 
 #[test]
@@ -168,7 +184,11 @@ g (float[N,3] X) => (float[N,3] Y)
 { [mm] Y = MatMul(X, W) }"#;
     let exe = compile_ok(text);
     let e = run(&exe, vec![f32t(&[1, 3], &[1., 2., 3.])]).expect_err("must fail");
-    assert_message(&e, Status::MismatchingShape, &["'Y'", "[1, 2]"]);
+    assert_message(
+        &e,
+        Status::MismatchingShape,
+        &["node 'mm' (MatMul)", "'Y'", "[N, 3]", "[1, 2]"],
+    );
 }
 
 #[test]

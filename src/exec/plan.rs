@@ -119,7 +119,8 @@ impl Plan {
                     ));
                 }
                 if let Some(id) = slot {
-                    check_declared(graph, *id, *dtype, shape)?;
+                    check_declared(graph, *id, *dtype, shape)
+                        .map_err(|e| e.context(node.describe()))?;
                     types[*id] = Some((*dtype, shape.clone()));
                 }
             }
@@ -233,8 +234,10 @@ fn check_declared(graph: &Graph, id: ValueId, dtype: DataType, shape: &[usize]) 
             return Err(Error::new(
                 Status::MismatchingShape,
                 format!(
-                    "'{}' is declared with shape {:?} but computes as {:?}",
-                    value.name, dims, shape
+                    "'{}' is declared with shape [{}] but computes as {:?}",
+                    value.name,
+                    super::dims_text(dims).join(", "),
+                    shape
                 ),
             ));
         }
