@@ -106,9 +106,17 @@ impl Plan {
                 ));
             }
             for (slot, (dtype, shape)) in node.outputs.iter().zip(&built.outputs) {
-                let bytes = crate::ir::numel(shape)
-                    .ok()
-                    .and_then(|n| n.checked_mul(dtype.size().unwrap_or(1)))
+                let elements = crate::ir::numel(shape).map_err(|_| {
+                    Error::new(
+                        Status::UnsupportedShape,
+                        format!(
+                            "{}: output shape {shape:?} has too many elements",
+                            node.describe()
+                        ),
+                    )
+                })?;
+                let bytes = elements
+                    .checked_mul(dtype.size().unwrap_or(1))
                     .filter(|&b| b as u64 <= memory_limit())
                     .ok_or_else(|| {
                         Error::new(
@@ -121,7 +129,8 @@ impl Plan {
                     })?;
                 total_bytes = total_bytes.saturating_add(bytes as u64);
                 if let Some(id) = slot {
-                    check_declared(graph, *id, *dtype, shape)?;
+                    check_declared(graph, *id, *dtype, shape)
+                        .map_err(|e| e.context(node.describe()))?;
                     types[*id] = Some((*dtype, shape.clone()));
                 }
             }
@@ -252,8 +261,10 @@ fn check_declared(graph: &Graph, id: ValueId, dtype: DataType, shape: &[usize]) 
             return Err(Error::new(
                 Status::MismatchingShape,
                 format!(
-                    "'{}' is declared with shape {:?} but computes as {:?}",
-                    value.name, dims, shape
+                    "'{}' is declared with shape [{}] but computes as {:?}",
+                    value.name,
+                    super::dims_text(dims).join(", "),
+                    shape
                 ),
             ));
         }

@@ -72,6 +72,12 @@ fn build(ctx: &BuildCtx) -> Result<Built> {
     ctx.arity(1, usize::MAX, 1, 1)?;
     let first = ctx.input(0)?;
     let rank = first.shape.len();
+    if rank == 0 {
+        return Err(ctx.err(
+            Status::InvalidModel,
+            "inputs are scalars; Concat needs rank ≥ 1",
+        ));
+    }
     if ctx.opset >= 4 && !ctx.node.attrs.contains_key("axis") {
         return Err(ctx.err(Status::InvalidModel, "attribute 'axis' is required"));
     }

@@ -45,7 +45,10 @@ pub fn resolve(
     if allow_zero && infer_at.is_some() && requested.contains(&0) {
         return Err("-1 together with 0 under allowzero=1".into());
     }
-    let known: usize = out.iter().product();
+    let known = out
+        .iter()
+        .try_fold(1usize, |acc, &d| acc.checked_mul(d))
+        .ok_or_else(|| format!("the element count of shape {requested:?} overflows"))?;
     if let Some(i) = infer_at {
         if known == 0 || !total.is_multiple_of(known) {
             return Err(format!(

@@ -48,6 +48,20 @@ pub fn window(
             format!("kernel shape {kernel:?} does not fit {rank} spatial dims"),
         ));
     }
+    // Window extents `dilation·(kernel − 1) + 1`, refusing overflow.
+    let spans = (0..rank)
+        .map(|i| {
+            dilations[i]
+                .checked_mul(kernel[i] - 1)
+                .and_then(|v| v.checked_add(1))
+                .ok_or_else(|| {
+                    ctx.err(
+                        Status::InvalidModel,
+                        format!("dilations {dilations:?} overflow"),
+                    )
+                })
+        })
+        .collect::<Result<Vec<usize>>>()?;
     let auto_pad = ctx.attr_string("auto_pad", "NOTSET")?;
     let input: Vec<usize> = spatial[2 - rank..].to_vec();
     let mut begin = vec![0usize; rank];
@@ -68,8 +82,16 @@ pub fn window(
                 }
             }
             for i in 0..rank {
-                let span = dilations[i] * (kernel[i] - 1) + 1;
-                let padded = input[i] + begin[i] + end[i];
+                let span = spans[i];
+                let padded = input[i]
+                    .checked_add(begin[i])
+                    .and_then(|v| v.checked_add(end[i]))
+                    .ok_or_else(|| {
+                        ctx.err(
+                            Status::InvalidModel,
+                            format!("pads {} + {} overflow", begin[i], end[i]),
+                        )
+                    })?;
                 if padded < span {
                     return Err(ctx.err(
                         Status::InvalidModel,
@@ -91,7 +113,7 @@ pub fn window(
         }
         "VALID" => {
             for i in 0..rank {
-                let span = dilations[i] * (kernel[i] - 1) + 1;
+                let span = spans[i];
                 if input[i] < span {
                     return Err(
                         ctx.err(Status::InvalidModel, "the window is larger than the input")
@@ -102,9 +124,12 @@ pub fn window(
         }
         "SAME_UPPER" | "SAME_LOWER" => {
             for i in 0..rank {
-                let span = dilations[i] * (kernel[i] - 1) + 1;
+                let span = spans[i];
                 out[i] = input[i].div_ceil(strides[i]);
-                let total = ((out[i] - 1) * strides[i] + span).saturating_sub(input[i]);
+                let total = ((out[i] - 1) * strides[i])
+                    .checked_add(span)
+                    .ok_or_else(|| ctx.err(Status::InvalidModel, "the window overflows"))?
+                    .saturating_sub(input[i]);
                 let small = total / 2;
                 if auto_pad == "SAME_UPPER" {
                     begin[i] = small;
