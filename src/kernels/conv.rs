@@ -139,6 +139,9 @@ enum Path {
         pointwise: bool,
         /// Per im2col row: where it reads (empty for pointwise).
         krows: Vec<KRow>,
+        /// For stride-1 padded convolutions: the geometry of the zero-padded input copy
+        /// (same output size, no pads) and its im2col rows.
+        padded: Option<Box<(Conv2dParams, Vec<KRow>)>>,
     },
 }
 
@@ -219,33 +222,34 @@ impl Conv2d {
                 && p.stride_h == 1
                 && p.stride_w == 1
                 && p.pad_top + p.pad_left + p.pad_bottom + p.pad_right == 0;
-            let ow = p.out_w();
             let krows = if pointwise {
                 Vec::new()
             } else {
-                (0..k)
-                    .map(|r| {
-                        let (c, ky, kx) = (
-                            r / (p.kernel_h * p.kernel_w),
-                            (r / p.kernel_w) % p.kernel_h,
-                            r % p.kernel_w,
-                        );
-                        let kd = kx * p.dilation_w;
-                        let (lo, hi) = valid_range(ow, p.in_w, p.stride_w, kd, p.pad_left);
-                        KRow {
-                            plane: c * p.in_h * p.in_w,
-                            ky_off: ky * p.dilation_h,
-                            kd,
-                            lo,
-                            hi,
-                        }
-                    })
-                    .collect()
+                im2col_rows(&p)
             };
+            // Stride-1 padded convolutions read a zero-padded copy of the input, so that every
+            // im2col row segment is one contiguous copy (no border split per segment).
+            let padded = (!pointwise
+                && p.stride_w == 1
+                && p.pad_top + p.pad_left + p.pad_bottom + p.pad_right > 0)
+                .then(|| {
+                    let pp = Conv2dParams {
+                        in_h: p.in_h + p.pad_top + p.pad_bottom,
+                        in_w: p.in_w + p.pad_left + p.pad_right,
+                        pad_top: 0,
+                        pad_left: 0,
+                        pad_bottom: 0,
+                        pad_right: 0,
+                        ..p
+                    };
+                    let rows = im2col_rows(&pp);
+                    Box::new((pp, rows))
+                });
             Path::Gemm {
                 weights,
                 pointwise,
                 krows,
+                padded,
             }
         };
         Ok(Conv2d {
@@ -276,15 +280,23 @@ impl Conv2d {
                 weights,
                 pointwise,
                 krows,
-            } => self.run_gemm(weights, *pointwise, krows, input, output, activation),
+                padded,
+            } => {
+                let padded = padded.as_deref().map(|(pp, rows)| (pp, &rows[..]));
+                self.run_gemm(
+                    weights, *pointwise, krows, padded, input, output, activation,
+                )
+            }
         }
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn run_gemm(
         &self,
         weights: &[PackedA],
         pointwise: bool,
         krows: &[KRow],
+        padded: Option<(&Conv2dParams, &[KRow])>,
         input: &[f32],
         output: &mut [f32],
         act: Activation,
@@ -311,6 +323,17 @@ impl Conv2d {
             if pointwise {
                 let bm = MatRef::row_major(x, icg, pix);
                 gemm::sgemm_packed_a_with(inner_par, 1.0, &weights[g], bm, 0.0, out, pix, &ep);
+                return;
+            }
+            if let Some((pp, prows)) = padded {
+                let buf = pad_planes(p, pp, x, icg);
+                let src = Im2col {
+                    p: pp,
+                    x: &buf,
+                    krows: prows,
+                    pix,
+                };
+                gemm::sgemm_packed_a_src(inner_par, 1.0, &weights[g], &src, 0.0, out, pix, &ep);
                 return;
             }
             let src = Im2col { p, x, krows, pix };
@@ -365,6 +388,49 @@ impl Conv2d {
             output.chunks_mut(oh * ow).enumerate().for_each(plane);
         }
     }
+}
+
+/// Addressing of every im2col row `(c, ky, kx)` of one image/group.
+fn im2col_rows(p: &Conv2dParams) -> Vec<KRow> {
+    let k = (p.in_channels / p.groups) * p.kernel_h * p.kernel_w;
+    let ow = p.out_w();
+    (0..k)
+        .map(|r| {
+            let (c, ky, kx) = (
+                r / (p.kernel_h * p.kernel_w),
+                (r / p.kernel_w) % p.kernel_h,
+                r % p.kernel_w,
+            );
+            let kd = kx * p.dilation_w;
+            let (lo, hi) = valid_range(ow, p.in_w, p.stride_w, kd, p.pad_left);
+            KRow {
+                plane: c * p.in_h * p.in_w,
+                ky_off: ky * p.dilation_h,
+                kd,
+                lo,
+                hi,
+            }
+        })
+        .collect()
+}
+
+/// Copies the `planes` input planes of `x` (geometry `p`) into zero-padded planes of the
+/// geometry `pp` (`p` with its pads folded into the plane size).
+fn pad_planes(p: &Conv2dParams, pp: &Conv2dParams, x: &[f32], planes: usize) -> Vec<f32> {
+    let (ph, pw) = (pp.in_h, pp.in_w);
+    let mut buf = vec![0.0f32; planes * ph * pw];
+    for (dst, src) in buf
+        .chunks_exact_mut(ph * pw)
+        .zip(x.chunks_exact(p.in_h * p.in_w))
+    {
+        for (drow, srow) in dst[p.pad_top * pw..]
+            .chunks_exact_mut(pw)
+            .zip(src.chunks_exact(p.in_w))
+        {
+            drow[p.pad_left..p.pad_left + p.in_w].copy_from_slice(srow);
+        }
+    }
+    buf
 }
 
 /// Output columns `ox` whose input column `ox*s + k*d - pad` lies in `0..len`: the range `lo..hi`.
@@ -657,6 +723,13 @@ mod tests {
             // More pixels than one GEMM column block (NC).
             params(1, 2, 70, 70, 3, (3, 3), (1, 1), [1, 1, 1, 1], (1, 1), 1),
             params(2, 3, 9, 1, 4, (3, 1), (2, 1), [1, 0, 1, 0], (1, 1), 1),
+            // Implicit im2col on a zero-padded copy (stride_w 1 with pads): asymmetric pads,
+            // dilations, vertical stride, odd widths.
+            params(1, 3, 16, 16, 8, (3, 3), (1, 1), [1, 1, 1, 1], (1, 1), 1),
+            params(1, 5, 13, 37, 9, (3, 3), (2, 1), [0, 2, 1, 0], (1, 2), 1),
+            params(2, 4, 9, 11, 6, (5, 3), (1, 1), [2, 1, 3, 0], (2, 1), 2),
+            params(1, 3, 6, 5, 4, (3, 3), (1, 1), [3, 3, 3, 3], (1, 1), 1),
+            params(1, 2, 33, 35, 5, (2, 2), (1, 1), [0, 0, 1, 1], (1, 1), 1),
             // Depthwise: odd sizes, strides 1-3, dilations, asymmetric pads, wide rows.
             params(1, 8, 8, 8, 8, (3, 3), (1, 1), [1, 1, 1, 1], (1, 1), 8),
             params(1, 3, 16, 16, 3, (3, 3), (2, 2), [1, 1, 1, 1], (1, 1), 3),
