@@ -231,6 +231,8 @@ impl Conv2d {
             // im2col row segment is one contiguous copy (no border split per segment).
             let padded = (!pointwise
                 && p.stride_w == 1
+                && p.in_h > 0
+                && p.in_w > 0
                 && p.pad_top + p.pad_left + p.pad_bottom + p.pad_right > 0)
                 .then(|| {
                     let pp = Conv2dParams {
@@ -364,7 +366,8 @@ impl Conv2d {
             let x = &input[idx * in_plane..(idx + 1) * in_plane];
             let wc = &w[c * khw..(c + 1) * khw];
             let b = self.bias.as_ref().map_or(0.0, |v| v[c]);
-            match (p.stride_w, ow > 8) {
+            let empty_input = p.in_h == 0 || p.in_w == 0;
+            match (if empty_input { 0 } else { p.stride_w }, ow > 8) {
                 (1, true) => {
                     simd::vectorize(isa, || depthwise_plane_fast::<1, 16>(p, x, wc, b, out))
                 }
@@ -730,6 +733,9 @@ mod tests {
             params(2, 4, 9, 11, 6, (5, 3), (1, 1), [2, 1, 3, 0], (2, 1), 2),
             params(1, 3, 6, 5, 4, (3, 3), (1, 1), [3, 3, 3, 3], (1, 1), 1),
             params(1, 2, 33, 35, 5, (2, 2), (1, 1), [0, 0, 1, 1], (1, 1), 1),
+            // Empty input planes with pads: outputs are bias only.
+            params(1, 2, 1, 0, 3, (1, 1), (1, 1), [0, 1, 0, 1], (1, 1), 1),
+            params(1, 2, 0, 2, 2, (1, 1), (1, 1), [1, 0, 1, 0], (1, 1), 2),
             // Depthwise: odd sizes, strides 1-3, dilations, asymmetric pads, wide rows.
             params(1, 8, 8, 8, 8, (3, 3), (1, 1), [1, 1, 1, 1], (1, 1), 8),
             params(1, 3, 16, 16, 3, (3, 3), (2, 2), [1, 1, 1, 1], (1, 1), 3),
