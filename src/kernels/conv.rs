@@ -139,6 +139,9 @@ enum Path {
         pointwise: bool,
         /// Per im2col row: where it reads (empty for pointwise).
         krows: Vec<KRow>,
+        /// For stride-1 padded convolutions: the geometry of the zero-padded input copy
+        /// (same output size, no pads) and its im2col rows.
+        padded: Option<Box<(Conv2dParams, Vec<KRow>)>>,
     },
 }
 
@@ -219,33 +222,36 @@ impl Conv2d {
                 && p.stride_h == 1
                 && p.stride_w == 1
                 && p.pad_top + p.pad_left + p.pad_bottom + p.pad_right == 0;
-            let ow = p.out_w();
             let krows = if pointwise {
                 Vec::new()
             } else {
-                (0..k)
-                    .map(|r| {
-                        let (c, ky, kx) = (
-                            r / (p.kernel_h * p.kernel_w),
-                            (r / p.kernel_w) % p.kernel_h,
-                            r % p.kernel_w,
-                        );
-                        let kd = kx * p.dilation_w;
-                        let (lo, hi) = valid_range(ow, p.in_w, p.stride_w, kd, p.pad_left);
-                        KRow {
-                            plane: c * p.in_h * p.in_w,
-                            ky_off: ky * p.dilation_h,
-                            kd,
-                            lo,
-                            hi,
-                        }
-                    })
-                    .collect()
+                im2col_rows(&p)
             };
+            // Stride-1 padded convolutions read a zero-padded copy of the input, so that every
+            // im2col row segment is one contiguous copy (no border split per segment).
+            let padded = (!pointwise
+                && p.stride_w == 1
+                && p.in_h > 0
+                && p.in_w > 0
+                && p.pad_top + p.pad_left + p.pad_bottom + p.pad_right > 0)
+                .then(|| {
+                    let pp = Conv2dParams {
+                        in_h: p.in_h + p.pad_top + p.pad_bottom,
+                        in_w: p.in_w + p.pad_left + p.pad_right,
+                        pad_top: 0,
+                        pad_left: 0,
+                        pad_bottom: 0,
+                        pad_right: 0,
+                        ..p
+                    };
+                    let rows = im2col_rows(&pp);
+                    Box::new((pp, rows))
+                });
             Path::Gemm {
                 weights,
                 pointwise,
                 krows,
+                padded,
             }
         };
         Ok(Conv2d {
@@ -276,15 +282,23 @@ impl Conv2d {
                 weights,
                 pointwise,
                 krows,
-            } => self.run_gemm(weights, *pointwise, krows, input, output, activation),
+                padded,
+            } => {
+                let padded = padded.as_deref().map(|(pp, rows)| (pp, &rows[..]));
+                self.run_gemm(
+                    weights, *pointwise, krows, padded, input, output, activation,
+                )
+            }
         }
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn run_gemm(
         &self,
         weights: &[PackedA],
         pointwise: bool,
         krows: &[KRow],
+        padded: Option<(&Conv2dParams, &[KRow])>,
         input: &[f32],
         output: &mut [f32],
         act: Activation,
@@ -311,6 +325,17 @@ impl Conv2d {
             if pointwise {
                 let bm = MatRef::row_major(x, icg, pix);
                 gemm::sgemm_packed_a_with(inner_par, 1.0, &weights[g], bm, 0.0, out, pix, &ep);
+                return;
+            }
+            if let Some((pp, prows)) = padded {
+                let buf = pad_planes(p, pp, x, icg);
+                let src = Im2col {
+                    p: pp,
+                    x: &buf,
+                    krows: prows,
+                    pix,
+                };
+                gemm::sgemm_packed_a_src(inner_par, 1.0, &weights[g], &src, 0.0, out, pix, &ep);
                 return;
             }
             let src = Im2col { p, x, krows, pix };
@@ -341,7 +366,22 @@ impl Conv2d {
             let x = &input[idx * in_plane..(idx + 1) * in_plane];
             let wc = &w[c * khw..(c + 1) * khw];
             let b = self.bias.as_ref().map_or(0.0, |v| v[c]);
-            simd::vectorize(isa, || depthwise_plane(p, x, wc, b, out));
+            let empty_input = p.in_h == 0 || p.in_w == 0;
+            match (if empty_input { 0 } else { p.stride_w }, ow > 8) {
+                (1, true) => {
+                    simd::vectorize(isa, || depthwise_plane_fast::<1, 16>(p, x, wc, b, out))
+                }
+                (1, false) => {
+                    simd::vectorize(isa, || depthwise_plane_fast::<1, 8>(p, x, wc, b, out))
+                }
+                (2, true) => {
+                    simd::vectorize(isa, || depthwise_plane_fast::<2, 16>(p, x, wc, b, out))
+                }
+                (2, false) => {
+                    simd::vectorize(isa, || depthwise_plane_fast::<2, 8>(p, x, wc, b, out))
+                }
+                _ => simd::vectorize(isa, || depthwise_plane(p, x, wc, b, out)),
+            }
             act.apply_isa(isa, out);
         };
         let par = rayon::current_num_threads() > 1 && output.len() * khw >= 1 << 16;
@@ -351,6 +391,49 @@ impl Conv2d {
             output.chunks_mut(oh * ow).enumerate().for_each(plane);
         }
     }
+}
+
+/// Addressing of every im2col row `(c, ky, kx)` of one image/group.
+fn im2col_rows(p: &Conv2dParams) -> Vec<KRow> {
+    let k = (p.in_channels / p.groups) * p.kernel_h * p.kernel_w;
+    let ow = p.out_w();
+    (0..k)
+        .map(|r| {
+            let (c, ky, kx) = (
+                r / (p.kernel_h * p.kernel_w),
+                (r / p.kernel_w) % p.kernel_h,
+                r % p.kernel_w,
+            );
+            let kd = kx * p.dilation_w;
+            let (lo, hi) = valid_range(ow, p.in_w, p.stride_w, kd, p.pad_left);
+            KRow {
+                plane: c * p.in_h * p.in_w,
+                ky_off: ky * p.dilation_h,
+                kd,
+                lo,
+                hi,
+            }
+        })
+        .collect()
+}
+
+/// Copies the `planes` input planes of `x` (geometry `p`) into zero-padded planes of the
+/// geometry `pp` (`p` with its pads folded into the plane size).
+fn pad_planes(p: &Conv2dParams, pp: &Conv2dParams, x: &[f32], planes: usize) -> Vec<f32> {
+    let (ph, pw) = (pp.in_h, pp.in_w);
+    let mut buf = vec![0.0f32; planes * ph * pw];
+    for (dst, src) in buf
+        .chunks_exact_mut(ph * pw)
+        .zip(x.chunks_exact(p.in_h * p.in_w))
+    {
+        for (drow, srow) in dst[p.pad_top * pw..]
+            .chunks_exact_mut(pw)
+            .zip(src.chunks_exact(p.in_w))
+        {
+            drow[p.pad_left..p.pad_left + p.in_w].copy_from_slice(srow);
+        }
+    }
+    buf
 }
 
 /// Output columns `ox` whose input column `ox*s + k*d - pad` lies in `0..len`: the range `lo..hi`.
@@ -365,6 +448,50 @@ fn valid_range(out_len: usize, len: usize, s: usize, kd: usize, pad: usize) -> (
         0
     };
     (lo.min(out_len), hi.min(out_len).max(lo.min(out_len)))
+}
+
+/// One depthwise output plane for horizontal stride `S` (1 or 2): the input rows are copied into
+/// a zero-padded plane wide enough that every block of `BLK` output columns reads its taps
+/// without bounds special cases; each block accumulates all taps in registers and is stored once.
+/// Rows of the window outside the input are skipped (vertical padding).
+#[inline(always)]
+fn depthwise_plane_fast<const S: usize, const BLK: usize>(
+    p: &Conv2dParams,
+    x: &[f32],
+    w: &[f32],
+    bias: f32,
+    out: &mut [f32],
+) {
+    let (oh, ow) = (p.out_h(), p.out_w());
+    let (kw, dw) = (p.kernel_w, p.dilation_w);
+    let nblk = ow.div_ceil(BLK);
+    let wp = (nblk * BLK * S + (kw - 1) * dw).max(p.pad_left + p.in_w);
+    let mut padded = vec![0.0f32; p.in_h * wp];
+    for (prow, xrow) in padded.chunks_exact_mut(wp).zip(x.chunks_exact(p.in_w)) {
+        prow[p.pad_left..p.pad_left + p.in_w].copy_from_slice(xrow);
+    }
+    for (oy, orow) in out.chunks_exact_mut(ow).enumerate().take(oh) {
+        for blk in 0..nblk {
+            let ox0 = blk * BLK;
+            let mut acc = [bias; BLK];
+            for ky in 0..p.kernel_h {
+                let iy = (oy * p.stride_h + ky * p.dilation_h) as isize - p.pad_top as isize;
+                if iy < 0 || iy >= p.in_h as isize {
+                    continue;
+                }
+                let prow = &padded[iy as usize * wp..(iy as usize + 1) * wp];
+                for (kx, &wv) in w[ky * kw..(ky + 1) * kw].iter().enumerate() {
+                    let st = ox0 * S + kx * dw;
+                    let src = &prow[st..st + BLK * S];
+                    for (a, c) in acc.iter_mut().zip(src.chunks_exact(S)) {
+                        *a += wv * c[0];
+                    }
+                }
+            }
+            let n = BLK.min(ow - ox0);
+            orow[ox0..ox0 + n].copy_from_slice(&acc[..n]);
+        }
+    }
 }
 
 /// One depthwise output plane: `out = bias + sum_{ky,kx} w[ky,kx] * shifted(x)`.
@@ -599,6 +726,30 @@ mod tests {
             // More pixels than one GEMM column block (NC).
             params(1, 2, 70, 70, 3, (3, 3), (1, 1), [1, 1, 1, 1], (1, 1), 1),
             params(2, 3, 9, 1, 4, (3, 1), (2, 1), [1, 0, 1, 0], (1, 1), 1),
+            // Implicit im2col on a zero-padded copy (stride_w 1 with pads): asymmetric pads,
+            // dilations, vertical stride, odd widths.
+            params(1, 3, 16, 16, 8, (3, 3), (1, 1), [1, 1, 1, 1], (1, 1), 1),
+            params(1, 5, 13, 37, 9, (3, 3), (2, 1), [0, 2, 1, 0], (1, 2), 1),
+            params(2, 4, 9, 11, 6, (5, 3), (1, 1), [2, 1, 3, 0], (2, 1), 2),
+            params(1, 3, 6, 5, 4, (3, 3), (1, 1), [3, 3, 3, 3], (1, 1), 1),
+            params(1, 2, 33, 35, 5, (2, 2), (1, 1), [0, 0, 1, 1], (1, 1), 1),
+            // Empty input planes with pads: outputs are bias only.
+            params(1, 2, 1, 0, 3, (1, 1), (1, 1), [0, 1, 0, 1], (1, 1), 1),
+            params(1, 2, 0, 2, 2, (1, 1), (1, 1), [1, 0, 1, 0], (1, 1), 2),
+            // Depthwise: odd sizes, strides 1-3, dilations, asymmetric pads, wide rows.
+            params(1, 8, 8, 8, 8, (3, 3), (1, 1), [1, 1, 1, 1], (1, 1), 8),
+            params(1, 3, 16, 16, 3, (3, 3), (2, 2), [1, 1, 1, 1], (1, 1), 3),
+            params(2, 5, 13, 37, 5, (3, 3), (1, 1), [1, 1, 1, 1], (1, 1), 5),
+            params(1, 4, 15, 33, 4, (3, 3), (2, 2), [0, 1, 1, 0], (1, 1), 4),
+            params(1, 3, 11, 29, 3, (5, 3), (1, 2), [2, 0, 1, 3], (2, 3), 3),
+            params(1, 3, 11, 29, 3, (3, 5), (2, 1), [0, 4, 2, 4], (1, 2), 3),
+            params(1, 2, 10, 23, 2, (3, 3), (3, 3), [1, 1, 1, 1], (1, 1), 2),
+            params(1, 2, 7, 7, 2, (7, 7), (1, 1), [3, 3, 3, 3], (1, 1), 2),
+            params(1, 2, 2, 3, 2, (3, 3), (1, 1), [1, 1, 1, 1], (1, 1), 2),
+            params(1, 2, 5, 1, 2, (3, 1), (1, 1), [1, 0, 1, 0], (1, 1), 2),
+            params(1, 2, 6, 57, 2, (1, 1), (2, 2), [0, 0, 0, 0], (1, 1), 2),
+            params(1, 4, 56, 56, 4, (3, 3), (1, 1), [1, 1, 1, 1], (1, 1), 4),
+            params(1, 2, 9, 17, 2, (2, 2), (2, 2), [0, 0, 1, 1], (1, 1), 2),
         ];
         for p in cases {
             check(isa, p, Activation::None, &mut rng);
@@ -622,6 +773,31 @@ mod tests {
     fn conv_avx512() {
         if let Some(isa) = cpu::test_isa(Isa::Avx512) {
             all(isa);
+        }
+    }
+
+    #[test]
+    fn depthwise_random_shapes() {
+        let mut rng = Rng::new(11);
+        let mut seed = 99u64;
+        let mut next = |m: usize| {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((seed >> 33) as usize) % m
+        };
+        for isa in cpu::test_isas() {
+            for _ in 0..60 {
+                let c = 1 + next(4);
+                let k = (1 + next(5), 1 + next(5));
+                let s = (1 + next(3), 1 + next(3));
+                let d = (1 + next(2), 1 + next(2));
+                let pad = [next(k.0), next(k.1), next(k.0), next(k.1)];
+                let h = d.0 * (k.0 - 1) + 1 + next(10);
+                let w = d.1 * (k.1 - 1) + 1 + next(40);
+                let p = params(1 + next(2), c, h, w, c, k, s, pad, d, c);
+                check(isa, p, Activation::None, &mut rng);
+            }
         }
     }
 

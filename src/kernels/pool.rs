@@ -5,6 +5,8 @@
 //! are ignored by max pooling and counted by average pooling as described on [`avg_pool2d`].
 #![forbid(unsafe_code)]
 
+use super::cpu::{self, Isa};
+use super::simd;
 use rayon::prelude::*;
 
 /// Shape and hyper-parameters of a 2-D pooling.
@@ -151,31 +153,175 @@ fn for_planes(
     }
 }
 
+/// The NaN-propagating maximum used by max pooling (`v` wins when greater or NaN).
+#[inline(always)]
+fn max_op(m: f32, v: f32) -> f32 {
+    if v > m || v.is_nan() {
+        v
+    } else {
+        m
+    }
+}
+
+/// The contiguous range `a..b` of output coordinates whose whole window is inside the input
+/// (`taps[o] == (0, k)`), or an empty range.
+fn full_range(taps: &[(usize, usize)], k: usize) -> (usize, usize) {
+    let full = |t: &(usize, usize)| *t == (0, k);
+    match taps.iter().position(full) {
+        Some(a) => {
+            let b = a + taps[a..].iter().take_while(|t| full(t)).count();
+            (a, b)
+        }
+        None => (0, 0),
+    }
+}
+
+/// One output row of a separable pooling: `tmp` holds the vertical reduction of the window rows
+/// (`in_w + 1` values; the last one is scratch), and each output is the reduction with `op` of its
+/// horizontal taps. `init` is the value of an empty window. Output columns `a..b` (windows fully
+/// inside the row) take the vectorised path when the stride is 1 or 2.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn pool_row(
+    p: &Pool2dParams,
+    rx: &[(usize, usize)],
+    (a, b): (usize, usize),
+    tmp: &[f32],
+    orow: &mut [f32],
+    init: f32,
+    op: impl Fn(f32, f32) -> f32 + Copy,
+) {
+    let base = |ox: usize| (ox * p.stride_w) as isize - p.pad_left as isize;
+    let generic = |ox: usize, o: &mut f32| {
+        let (k0, k1) = rx[ox];
+        let bx = base(ox);
+        let mut m = init;
+        for kx in k0..k1 {
+            m = op(m, tmp[(bx + (kx * p.dilation_w) as isize) as usize]);
+        }
+        *o = m;
+    };
+    let fast = a < b && (p.stride_w == 1 || p.stride_w == 2);
+    let (a, b) = if fast { (a, b) } else { (0, 0) };
+    for (ox, o) in orow.iter_mut().enumerate().take(a) {
+        generic(ox, o);
+    }
+    for (ox, o) in orow.iter_mut().enumerate().skip(b) {
+        generic(ox, o);
+    }
+    if !fast {
+        return;
+    }
+    let n = b - a;
+    let mid = &mut orow[a..b];
+    // Windows of a..b are inside the row, so base(a) >= 0.
+    let start = base(a) as usize;
+    if p.stride_w == 1 {
+        mid.copy_from_slice(&tmp[start..start + n]);
+        for kx in 1..p.kernel_w {
+            let s = start + kx * p.dilation_w;
+            for (o, &v) in mid.iter_mut().zip(&tmp[s..s + n]) {
+                *o = op(*o, v);
+            }
+        }
+    } else if p.kernel_w == 2 && p.dilation_w == 1 {
+        // The common 2-wide stride-2 window: both taps of each output in one pass.
+        for (o, c) in mid
+            .iter_mut()
+            .zip(tmp[start..start + 2 * n].chunks_exact(2))
+        {
+            *o = op(c[0], c[1]);
+        }
+    } else {
+        // Stride 2: `tmp` has one scratch value past the row, so `2n` values from the last
+        // tap's start stay in bounds (only the even ones are used).
+        for kx in 0..p.kernel_w {
+            let s = start + kx * p.dilation_w;
+            let src = tmp[s..s + 2 * n].chunks_exact(2);
+            if kx == 0 {
+                for (o, c) in mid.iter_mut().zip(src) {
+                    *o = c[0];
+                }
+            } else {
+                for (o, c) in mid.iter_mut().zip(src) {
+                    *o = op(*o, c[0]);
+                }
+            }
+        }
+    }
+}
+
+/// Separable pooling of one plane: per output row, the vertical reduction of its window rows
+/// into a scratch row, then [`pool_row`]; `fin(value, oy, ox)` finishes each output.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn pool_plane(
+    p: &Pool2dParams,
+    ry: &[(usize, usize)],
+    rx: &[(usize, usize)],
+    x: &[f32],
+    out: &mut [f32],
+    tmp: &mut [f32],
+    init: f32,
+    op: impl Fn(f32, f32) -> f32 + Copy,
+    fin: impl Fn(f32, usize, usize) -> f32,
+) {
+    let w = p.in_w;
+    let cols = full_range(rx, p.kernel_w);
+    for (oy, orow) in out.chunks_exact_mut(p.out_w).enumerate() {
+        let (ky0, ky1) = ry[oy];
+        let by = (oy * p.stride_h) as isize - p.pad_top as isize;
+        let row = |ky: usize| {
+            let iy = (by + (ky * p.dilation_h) as isize) as usize;
+            &x[iy * w..(iy + 1) * w]
+        };
+        let t = &mut tmp[..w];
+        if ky0 < ky1 {
+            t.copy_from_slice(row(ky0));
+            for ky in ky0 + 1..ky1 {
+                for (d, &v) in t.iter_mut().zip(row(ky)) {
+                    *d = op(*d, v);
+                }
+            }
+        } else {
+            t.fill(init);
+        }
+        pool_row(p, rx, cols, tmp, orow, init, op);
+        if ky0 >= ky1 {
+            // No window row inside the input: every output is the empty-window value.
+            orow.fill(init);
+        }
+        for (ox, o) in orow.iter_mut().enumerate() {
+            *o = fin(*o, oy, ox);
+        }
+    }
+}
+
 /// Max pooling. Window positions in the padding are ignored; a window that covers no input
 /// element yields `-inf`.
 pub fn max_pool2d(p: &Pool2dParams, input: &[f32], output: &mut [f32]) {
+    max_pool2d_isa(cpu::isa(), p, input, output);
+}
+
+/// [`max_pool2d`] compiled for `isa` (tests compare every ISA).
+pub(crate) fn max_pool2d_isa(isa: Isa, p: &Pool2dParams, input: &[f32], output: &mut [f32]) {
     check(p, input, output);
     let (ry, rx) = input_taps(p);
-    let base = |o: usize, s: usize, pad: usize| (o * s) as isize - pad as isize;
     for_planes(p, input, output, |x, out| {
-        for (oy, orow) in out.chunks_exact_mut(p.out_w).enumerate() {
-            let (ky0, ky1) = ry[oy];
-            let by = base(oy, p.stride_h, p.pad_top);
-            for (ox, o) in orow.iter_mut().enumerate() {
-                let (kx0, kx1) = rx[ox];
-                let bx = base(ox, p.stride_w, p.pad_left);
-                let mut m = f32::NEG_INFINITY;
-                for ky in ky0..ky1 {
-                    let iy = (by + (ky * p.dilation_h) as isize) as usize;
-                    let row = &x[iy * p.in_w..(iy + 1) * p.in_w];
-                    for kx in kx0..kx1 {
-                        let v = row[(bx + (kx * p.dilation_w) as isize) as usize];
-                        m = if v > m || v.is_nan() { v } else { m };
-                    }
-                }
-                *o = m;
-            }
-        }
+        let mut tmp = vec![f32::NEG_INFINITY; p.in_w + 1];
+        simd::vectorize(isa, || {
+            pool_plane(
+                p,
+                &ry,
+                &rx,
+                x,
+                out,
+                &mut tmp,
+                f32::NEG_INFINITY,
+                max_op,
+                |v, _, _| v,
+            )
+        });
     });
 }
 
@@ -184,6 +330,17 @@ pub fn max_pool2d(p: &Pool2dParams, input: &[f32], output: &mut [f32]) {
 /// `count_include_pad` — inside the input extended by the pads (positions beyond the pads, which
 /// `ceil_mode` windows can reach, never count). A window with nothing to count yields 0.
 pub fn avg_pool2d(p: &Pool2dParams, count_include_pad: bool, input: &[f32], output: &mut [f32]) {
+    avg_pool2d_isa(cpu::isa(), p, count_include_pad, input, output);
+}
+
+/// [`avg_pool2d`] compiled for `isa` (tests compare every ISA).
+pub(crate) fn avg_pool2d_isa(
+    isa: Isa,
+    p: &Pool2dParams,
+    count_include_pad: bool,
+    input: &[f32],
+    output: &mut [f32],
+) {
     check(p, input, output);
     let (ry, rx) = input_taps(p);
     let (cy, cx) = if count_include_pad {
@@ -210,27 +367,19 @@ pub fn avg_pool2d(p: &Pool2dParams, count_include_pad: bool, input: &[f32], outp
     } else {
         (ry.clone(), rx.clone())
     };
-    let base = |o: usize, s: usize, pad: usize| (o * s) as isize - pad as isize;
     for_planes(p, input, output, |x, out| {
-        for (oy, orow) in out.chunks_exact_mut(p.out_w).enumerate() {
-            let (ky0, ky1) = ry[oy];
-            let by = base(oy, p.stride_h, p.pad_top);
-            let ny = cy[oy].1 - cy[oy].0;
-            for (ox, o) in orow.iter_mut().enumerate() {
-                let (kx0, kx1) = rx[ox];
-                let bx = base(ox, p.stride_w, p.pad_left);
-                let mut s = 0.0f32;
-                for ky in ky0..ky1 {
-                    let iy = (by + (ky * p.dilation_h) as isize) as usize;
-                    let row = &x[iy * p.in_w..(iy + 1) * p.in_w];
-                    for kx in kx0..kx1 {
-                        s += row[(bx + (kx * p.dilation_w) as isize) as usize];
-                    }
-                }
-                let count = ny * (cx[ox].1 - cx[ox].0);
-                *o = if count == 0 { 0.0 } else { s / count as f32 };
+        let mut tmp = vec![0.0f32; p.in_w + 1];
+        let fin = |s: f32, oy: usize, ox: usize| {
+            let count = (cy[oy].1 - cy[oy].0) * (cx[ox].1 - cx[ox].0);
+            if count == 0 {
+                0.0
+            } else {
+                s / count as f32
             }
-        }
+        };
+        simd::vectorize(isa, || {
+            pool_plane(p, &ry, &rx, x, out, &mut tmp, 0.0, |a, b| a + b, fin)
+        });
     });
 }
 
@@ -352,6 +501,26 @@ mod tests {
         }
     }
 
+    fn check_all(isa: Isa, p: Pool2dParams, rng: &mut Rng) {
+        let x = rng.vec(p.batch * p.channels * p.in_h * p.in_w);
+        let len = p.batch * p.channels * p.out_h * p.out_w;
+        let (mut want, mut got) = (vec![0.0; len], vec![f32::NAN; len]);
+        reference::max_pool2d_ref(&p, &x, &mut want);
+        max_pool2d_isa(isa, &p, &x, &mut got);
+        assert_eq!(got, want, "max {isa:?} {p:?}");
+        for cip in [false, true] {
+            reference::avg_pool2d_ref(&p, cip, &x, &mut want);
+            got.fill(f32::NAN);
+            avg_pool2d_isa(isa, &p, cip, &x, &mut got);
+            for (g, w) in got.iter().zip(&want) {
+                assert!(
+                    (g - w).abs() <= 1e-6 * (1.0 + w.abs()),
+                    "avg {isa:?} cip={cip} {p:?}: {g} vs {w}"
+                );
+            }
+        }
+    }
+
     #[test]
     fn matches_reference() {
         let mut rng = Rng::new(1);
@@ -363,21 +532,56 @@ mod tests {
             params(1, 2, 10, 11, (3, 2), (3, 2), [2, 1, 0, 1], (2, 1), true),
             params(1, 4, 5, 5, (5, 5), (1, 1), [2, 2, 2, 2], (1, 1), false),
             params(1, 64, 56, 56, (3, 3), (2, 2), [1, 1, 1, 1], (1, 1), false),
+            params(1, 8, 16, 16, (2, 2), (2, 2), [0; 4], (1, 1), false),
+            params(1, 3, 17, 33, (2, 2), (2, 2), [0; 4], (1, 1), true),
+            params(1, 3, 17, 33, (3, 3), (1, 1), [1; 4], (1, 1), false),
+            params(1, 2, 9, 40, (3, 5), (1, 2), [0, 2, 1, 2], (1, 2), true),
+            params(1, 2, 9, 41, (2, 3), (2, 1), [1, 0, 0, 1], (2, 3), false),
+            params(1, 1, 1, 1, (1, 1), (1, 1), [0; 4], (1, 1), false),
+            params(1, 1, 3, 3, (3, 3), (2, 2), [2; 4], (1, 1), true),
+            params(2, 3, 12, 30, (7, 7), (3, 3), [3; 4], (1, 1), true),
         ];
-        for p in cases {
-            let x = rng.vec(p.batch * p.channels * p.in_h * p.in_w);
-            let len = p.batch * p.channels * p.out_h * p.out_w;
-            let (mut want, mut got) = (vec![0.0; len], vec![f32::NAN; len]);
-            reference::max_pool2d_ref(&p, &x, &mut want);
-            max_pool2d(&p, &x, &mut got);
-            assert_eq!(got, want, "max {p:?}");
-            for cip in [false, true] {
-                reference::avg_pool2d_ref(&p, cip, &x, &mut want);
-                avg_pool2d(&p, cip, &x, &mut got);
-                for (g, w) in got.iter().zip(&want) {
-                    assert!((g - w).abs() < 1e-6, "avg cip={cip} {p:?}: {g} vs {w}");
-                }
+        for isa in cpu::test_isas() {
+            for p in cases {
+                check_all(isa, p, &mut rng);
             }
+        }
+    }
+
+    #[test]
+    fn random_shapes_match_reference() {
+        let mut rng = Rng::new(7);
+        let mut seed = 12345u64;
+        let mut next = |m: usize| {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((seed >> 33) as usize) % m
+        };
+        for isa in cpu::test_isas() {
+            for _ in 0..150 {
+                let k = (1 + next(4), 1 + next(4));
+                let s = (1 + next(3), 1 + next(3));
+                let d = (1 + next(2), 1 + next(2));
+                let pad = [next(k.0), next(k.1), next(k.0), next(k.1)];
+                let h = d.0 * (k.0 - 1) + 1 + next(12);
+                let w = d.1 * (k.1 - 1) + 1 + next(40);
+                let p = params(1 + next(2), 1 + next(3), h, w, k, s, pad, d, next(2) == 1);
+                check_all(isa, p, &mut rng);
+            }
+        }
+    }
+
+    #[test]
+    fn nan_propagates() {
+        for isa in cpu::test_isas() {
+            let p = params(1, 1, 4, 8, (2, 2), (2, 2), [0; 4], (1, 1), false);
+            let mut x = vec![1.0f32; 32];
+            x[8 + 3] = f32::NAN;
+            let mut o = vec![0.0; 8];
+            max_pool2d_isa(isa, &p, &x, &mut o);
+            assert!(o[1].is_nan(), "{isa:?} {o:?}");
+            assert!(o.iter().enumerate().all(|(i, v)| i == 1 || *v == 1.0));
         }
     }
 
