@@ -1,8 +1,9 @@
 """Side-by-side latency of onnxifi-rust (through its ONNXIFI C API, via ctypes) and ONNX Runtime
 on the same models, inputs and thread count, in one process.
 
-Rounds are interleaved (ours, ORT, ours, ORT ...) so a noisy neighbour hits both alike; each
-round takes the median of --runs calls, and the paired ratio ours/ORT of each round is reported
+Rounds are interleaved (a batch of ours, a pause, a batch of ORT, a pause ...) so a noisy
+neighbour hits both alike and neither library's idle threads steal the other's cores; each
+round takes the median of --runs calls per library, and the paired ratio ours/ORT of each round is reported
 as median [min, max] (below 1.0 means onnxifi-rust is faster). Outputs are checked to agree.
 
     .venv/bin/python bench/compare_ort.py [--threads N] [--rounds R] [--runs K] [--lib PATH]
@@ -186,10 +187,15 @@ def main():
             sess.run(None, inputs)
         ratios, t_ours, t_ort = [], [], []
         for _ in range(args.rounds):
+            # Each library gets a batch of runs to itself, with a pause before the other's batch:
+            # ONNX Runtime's workers spin after a run, and would otherwise starve our pool.
             a, b = [], []
             for _ in range(args.runs):
                 t = time.perf_counter(); ours.run(); a.append(time.perf_counter() - t)
+            time.sleep(0.05)
+            for _ in range(args.runs):
                 t = time.perf_counter(); sess.run(None, inputs); b.append(time.perf_counter() - t)
+            time.sleep(0.05)
             ma, mb = statistics.median(a), statistics.median(b)
             t_ours.append(ma); t_ort.append(mb); ratios.append(ma / mb)
         ours.unload()
