@@ -124,17 +124,16 @@ unsafe fn read_one(i: usize, d: &onnxTensorDescriptorV1) -> Result<Described> {
         ));
     }
     let elem = dtype.size().unwrap_or(1);
-    let total = shape
+    let fits = shape
         .iter()
         .try_fold(elem, |acc, &d| acc.checked_mul(d))
-        .filter(|&n| n <= isize::MAX as usize)
-        .ok_or_else(|| {
-            Error::new(
-                Status::UnsupportedShape,
-                format!("'{name}': tensor too large"),
-            )
-        })?;
-    let _ = total;
+        .is_some_and(|bytes| bytes <= isize::MAX as usize);
+    if !fits {
+        return Err(Error::new(
+            Status::UnsupportedShape,
+            format!("'{name}': tensor too large"),
+        ));
+    }
     Ok(Described {
         name,
         tensor: BoundTensor {
