@@ -4,29 +4,44 @@
 #![forbid(unsafe_code)]
 
 mod binary;
+mod pointwise;
 mod spatial;
 mod unary;
 mod util;
 
+mod abs;
 mod add;
 mod average_pool;
 mod batch_normalization;
+mod ceil;
 mod clip;
 mod concat;
 mod constant;
 mod conv;
 mod div;
+mod elu;
+mod erf;
+mod exp;
 mod flatten;
+mod floor;
 mod gemm;
 mod global_average_pool;
+mod hard_sigmoid;
 mod identity;
+mod leaky_relu;
+mod log;
 mod mat_mul;
 mod max_pool;
 mod mul;
+mod neg;
+mod reciprocal;
 mod relu;
 mod reshape;
+mod selu;
 mod sigmoid;
 mod softmax;
+mod softplus;
+mod sqrt;
 mod sub;
 mod tanh;
 mod transpose;
@@ -85,27 +100,41 @@ pub const ANY: &[DataType] = &[
 
 /// Every supported operator, one line each.
 pub static REGISTRY: &[&OpDef] = &[
+    &abs::DEF,
     &add::DEF,
     &average_pool::DEF,
     &batch_normalization::DEF,
+    &ceil::DEF,
     &clip::DEF,
     &concat::DEF,
     &constant::DEF,
     &conv::DEF,
     &div::DEF,
+    &elu::DEF,
+    &erf::DEF,
+    &exp::DEF,
     &flatten::DEF,
+    &floor::DEF,
     &conv::FUSED_DEF,
     &gemm::FUSED_DEF,
     &gemm::DEF,
     &global_average_pool::DEF,
+    &hard_sigmoid::DEF,
     &identity::DEF,
+    &leaky_relu::DEF,
+    &log::DEF,
     &mat_mul::DEF,
     &max_pool::DEF,
     &mul::DEF,
+    &neg::DEF,
+    &reciprocal::DEF,
     &relu::DEF,
     &reshape::DEF,
+    &selu::DEF,
     &sigmoid::DEF,
     &softmax::DEF,
+    &softplus::DEF,
+    &sqrt::DEF,
     &sub::DEF,
     &tanh::DEF,
     &transpose::DEF,
