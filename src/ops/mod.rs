@@ -8,6 +8,7 @@ mod pointwise;
 mod spatial;
 mod unary;
 mod util;
+mod variadic;
 
 mod abs;
 mod add;
@@ -31,9 +32,13 @@ mod identity;
 mod leaky_relu;
 mod log;
 mod mat_mul;
+mod max;
 mod max_pool;
+mod mean;
+mod min;
 mod mul;
 mod neg;
+mod pow;
 mod reciprocal;
 mod relu;
 mod reshape;
@@ -43,6 +48,7 @@ mod softmax;
 mod softplus;
 mod sqrt;
 mod sub;
+mod sum;
 mod tanh;
 mod transpose;
 
@@ -124,9 +130,13 @@ pub static REGISTRY: &[&OpDef] = &[
     &leaky_relu::DEF,
     &log::DEF,
     &mat_mul::DEF,
+    &max::DEF,
     &max_pool::DEF,
+    &mean::DEF,
+    &min::DEF,
     &mul::DEF,
     &neg::DEF,
+    &pow::DEF,
     &reciprocal::DEF,
     &relu::DEF,
     &reshape::DEF,
@@ -136,6 +146,7 @@ pub static REGISTRY: &[&OpDef] = &[
     &softplus::DEF,
     &sqrt::DEF,
     &sub::DEF,
+    &sum::DEF,
     &tanh::DEF,
     &transpose::DEF,
 ];
