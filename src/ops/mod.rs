@@ -20,11 +20,13 @@ mod concat;
 mod constant;
 mod conv;
 mod div;
+mod dropout;
 mod elu;
 mod erf;
 mod exp;
 mod flatten;
 mod floor;
+mod gather;
 mod gemm;
 mod global_average_pool;
 mod hard_sigmoid;
@@ -43,14 +45,17 @@ mod reciprocal;
 mod relu;
 mod reshape;
 mod selu;
+mod shape;
 mod sigmoid;
 mod softmax;
 mod softplus;
 mod sqrt;
+mod squeeze;
 mod sub;
 mod sum;
 mod tanh;
 mod transpose;
+mod unsqueeze;
 
 pub use batch_normalization::fold as fold_batch_norm;
 pub use util::{BuildCtx, InputInfo};
@@ -116,6 +121,7 @@ pub static REGISTRY: &[&OpDef] = &[
     &constant::DEF,
     &conv::DEF,
     &div::DEF,
+    &dropout::DEF,
     &elu::DEF,
     &erf::DEF,
     &exp::DEF,
@@ -123,6 +129,7 @@ pub static REGISTRY: &[&OpDef] = &[
     &floor::DEF,
     &conv::FUSED_DEF,
     &gemm::FUSED_DEF,
+    &gather::DEF,
     &gemm::DEF,
     &global_average_pool::DEF,
     &hard_sigmoid::DEF,
@@ -141,14 +148,17 @@ pub static REGISTRY: &[&OpDef] = &[
     &relu::DEF,
     &reshape::DEF,
     &selu::DEF,
+    &shape::DEF,
     &sigmoid::DEF,
     &softmax::DEF,
     &softplus::DEF,
     &sqrt::DEF,
+    &squeeze::DEF,
     &sub::DEF,
     &sum::DEF,
     &tanh::DEF,
     &transpose::DEF,
+    &unsqueeze::DEF,
 ];
 
 /// The activation named by the `activation` / `activation_params` attributes of the internal
