@@ -35,11 +35,11 @@ fn assert_message(e: &Error, status: Status, needles: &[&str]) {
 fn unsupported_operator_names_node_and_operator() {
     let text = r#"<ir_version: 8, opset_import: ["" : 17]>
 g (float[4] X) => (float[4] Y)
-{ [leaky] Y = LeakyRelu(X) }"#;
+{ [cosine] Y = Cos(X) }"#;
     expect_compile_error(
         text,
         Status::UnsupportedOperator,
-        &["node 'leaky' (LeakyRelu)", "ai.onnx::LeakyRelu"],
+        &["node 'cosine' (Cos)", "ai.onnx::Cos"],
     );
 }
 
@@ -62,11 +62,11 @@ fn unsupported_operator_without_a_node_name_is_named_by_position() {
     let text = r#"<ir_version: 8, opset_import: ["" : 17]>
 g (float[4] X) => (float[4] Y)
 { a = Relu(X)
-  Y = Elu(a) }"#;
+  Y = Sin(a) }"#;
     expect_compile_error(
         text,
         Status::UnsupportedOperator,
-        &["node '#1' (Elu)", "ai.onnx::Elu"],
+        &["node '#1' (Sin)", "ai.onnx::Sin"],
     );
 }
 

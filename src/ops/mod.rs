@@ -4,32 +4,58 @@
 #![forbid(unsafe_code)]
 
 mod binary;
+mod pointwise;
 mod spatial;
 mod unary;
 mod util;
+mod variadic;
 
+mod abs;
 mod add;
 mod average_pool;
 mod batch_normalization;
+mod ceil;
 mod clip;
 mod concat;
 mod constant;
 mod conv;
 mod div;
+mod dropout;
+mod elu;
+mod erf;
+mod exp;
 mod flatten;
+mod floor;
+mod gather;
 mod gemm;
 mod global_average_pool;
+mod hard_sigmoid;
 mod identity;
+mod leaky_relu;
+mod log;
 mod mat_mul;
+mod max;
 mod max_pool;
+mod mean;
+mod min;
 mod mul;
+mod neg;
+mod pow;
+mod reciprocal;
 mod relu;
 mod reshape;
+mod selu;
+mod shape;
 mod sigmoid;
 mod softmax;
+mod softplus;
+mod sqrt;
+mod squeeze;
 mod sub;
+mod sum;
 mod tanh;
 mod transpose;
+mod unsqueeze;
 
 pub use batch_normalization::fold as fold_batch_norm;
 pub use util::{BuildCtx, InputInfo};
@@ -85,30 +111,54 @@ pub const ANY: &[DataType] = &[
 
 /// Every supported operator, one line each.
 pub static REGISTRY: &[&OpDef] = &[
+    &abs::DEF,
     &add::DEF,
     &average_pool::DEF,
     &batch_normalization::DEF,
+    &ceil::DEF,
     &clip::DEF,
     &concat::DEF,
     &constant::DEF,
     &conv::DEF,
     &div::DEF,
+    &dropout::DEF,
+    &elu::DEF,
+    &erf::DEF,
+    &exp::DEF,
     &flatten::DEF,
+    &floor::DEF,
     &conv::FUSED_DEF,
     &gemm::FUSED_DEF,
+    &gather::DEF,
     &gemm::DEF,
     &global_average_pool::DEF,
+    &hard_sigmoid::DEF,
     &identity::DEF,
+    &leaky_relu::DEF,
+    &log::DEF,
     &mat_mul::DEF,
+    &max::DEF,
     &max_pool::DEF,
+    &mean::DEF,
+    &min::DEF,
     &mul::DEF,
+    &neg::DEF,
+    &pow::DEF,
+    &reciprocal::DEF,
     &relu::DEF,
     &reshape::DEF,
+    &selu::DEF,
+    &shape::DEF,
     &sigmoid::DEF,
     &softmax::DEF,
+    &softplus::DEF,
+    &sqrt::DEF,
+    &squeeze::DEF,
     &sub::DEF,
+    &sum::DEF,
     &tanh::DEF,
     &transpose::DEF,
+    &unsqueeze::DEF,
 ];
 
 /// The activation named by the `activation` / `activation_params` attributes of the internal

@@ -1,0 +1,18 @@
+//! `Abs`: element-wise absolute value.
+
+use super::{pointwise, BuildCtx, Built, OpDef, FLOAT};
+use crate::error::Result;
+
+/// The `Abs` operator.
+pub static DEF: OpDef = OpDef {
+    op_type: "Abs",
+    domain: "",
+    min_opset: 1,
+    attributes: &["consumed_inputs"],
+    types: FLOAT,
+    build,
+};
+
+fn build(ctx: &BuildCtx) -> Result<Built> {
+    pointwise::build(ctx, |x, _| x.abs(), [0.0; 2])
+}

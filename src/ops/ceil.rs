@@ -1,0 +1,18 @@
+//! `Ceil`: element-wise rounding up.
+
+use super::{pointwise, BuildCtx, Built, OpDef, FLOAT};
+use crate::error::Result;
+
+/// The `Ceil` operator.
+pub static DEF: OpDef = OpDef {
+    op_type: "Ceil",
+    domain: "",
+    min_opset: 1,
+    attributes: &["consumed_inputs"],
+    types: FLOAT,
+    build,
+};
+
+fn build(ctx: &BuildCtx) -> Result<Built> {
+    pointwise::build(ctx, |x, _| x.ceil(), [0.0; 2])
+}

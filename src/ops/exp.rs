@@ -1,0 +1,18 @@
+//! `Exp`: element-wise natural exponential.
+
+use super::{pointwise, BuildCtx, Built, OpDef, FLOAT};
+use crate::error::Result;
+
+/// The `Exp` operator.
+pub static DEF: OpDef = OpDef {
+    op_type: "Exp",
+    domain: "",
+    min_opset: 1,
+    attributes: &["consumed_inputs"],
+    types: FLOAT,
+    build,
+};
+
+fn build(ctx: &BuildCtx) -> Result<Built> {
+    pointwise::build(ctx, |x, _| x.exp(), [0.0; 2])
+}

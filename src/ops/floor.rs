@@ -1,0 +1,18 @@
+//! `Floor`: element-wise rounding down.
+
+use super::{pointwise, BuildCtx, Built, OpDef, FLOAT};
+use crate::error::Result;
+
+/// The `Floor` operator.
+pub static DEF: OpDef = OpDef {
+    op_type: "Floor",
+    domain: "",
+    min_opset: 1,
+    attributes: &["consumed_inputs"],
+    types: FLOAT,
+    build,
+};
+
+fn build(ctx: &BuildCtx) -> Result<Built> {
+    pointwise::build(ctx, |x, _| x.floor(), [0.0; 2])
+}

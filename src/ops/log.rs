@@ -1,0 +1,18 @@
+//! `Log`: element-wise natural logarithm.
+
+use super::{pointwise, BuildCtx, Built, OpDef, FLOAT};
+use crate::error::Result;
+
+/// The `Log` operator.
+pub static DEF: OpDef = OpDef {
+    op_type: "Log",
+    domain: "",
+    min_opset: 1,
+    attributes: &["consumed_inputs"],
+    types: FLOAT,
+    build,
+};
+
+fn build(ctx: &BuildCtx) -> Result<Built> {
+    pointwise::build(ctx, |x, _| x.ln(), [0.0; 2])
+}

@@ -1,0 +1,19 @@
+//! `Max`: element-wise maximum of one or more inputs, with numpy broadcasting.
+
+use super::{variadic, BuildCtx, Built, OpDef, FLOAT};
+use crate::error::Result;
+use crate::kernels::elementwise::BinaryOp;
+
+/// The `Max` operator.
+pub static DEF: OpDef = OpDef {
+    op_type: "Max",
+    domain: "",
+    min_opset: 1,
+    attributes: &["consumed_inputs"],
+    types: FLOAT,
+    build,
+};
+
+fn build(ctx: &BuildCtx) -> Result<Built> {
+    variadic::build(ctx, BinaryOp::Max, false)
+}

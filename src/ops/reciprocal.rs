@@ -1,0 +1,18 @@
+//! `Reciprocal`: element-wise `1 / x`.
+
+use super::{pointwise, BuildCtx, Built, OpDef, FLOAT};
+use crate::error::Result;
+
+/// The `Reciprocal` operator.
+pub static DEF: OpDef = OpDef {
+    op_type: "Reciprocal",
+    domain: "",
+    min_opset: 1,
+    attributes: &["consumed_inputs"],
+    types: FLOAT,
+    build,
+};
+
+fn build(ctx: &BuildCtx) -> Result<Built> {
+    pointwise::build(ctx, |x, _| 1.0 / x, [0.0; 2])
+}

@@ -1,0 +1,19 @@
+//! `Sum`: element-wise sum of one or more inputs, with numpy broadcasting.
+
+use super::{variadic, BuildCtx, Built, OpDef, FLOAT};
+use crate::error::Result;
+use crate::kernels::elementwise::BinaryOp;
+
+/// The `Sum` operator.
+pub static DEF: OpDef = OpDef {
+    op_type: "Sum",
+    domain: "",
+    min_opset: 1,
+    attributes: &["consumed_inputs"],
+    types: FLOAT,
+    build,
+};
+
+fn build(ctx: &BuildCtx) -> Result<Built> {
+    variadic::build(ctx, BinaryOp::Add, false)
+}

@@ -1,0 +1,118 @@
+//! Shared lowering of the variadic broadcasting float operators (Max, Min, Sum, Mean): the inputs
+//! are folded pairwise, left to right, into a result of their common broadcast shape.
+
+use super::util::{broadcast, f32_of, f32_out, BuildCtx};
+use super::{Built, Kernel};
+use crate::error::{Result, Status};
+use crate::ir::{DataType, Tensor};
+use crate::kernels::elementwise::{binary, BinaryOp};
+
+struct VariadicKernel {
+    op: BinaryOp,
+    shapes: Vec<Vec<usize>>,
+    out_shape: Vec<usize>,
+    /// Multiplies the result (`1 / n` for Mean).
+    scale: Option<f32>,
+}
+
+/// Copies `x` of shape `shape` into `out` of shape `out_shape`, repeating it along broadcast
+/// dimensions.
+fn broadcast_to(x: &[f32], shape: &[usize], out: &mut [f32], out_shape: &[usize]) {
+    if shape == out_shape {
+        out.copy_from_slice(x);
+        return;
+    }
+    let rank = out_shape.len();
+    let lead = rank - shape.len();
+    // Source stride of each output dimension (0 where the input is broadcast).
+    let mut strides = vec![0usize; rank];
+    let mut acc = 1;
+    for d in (0..shape.len()).rev() {
+        strides[d + lead] = if shape[d] == 1 { 0 } else { acc };
+        acc *= shape[d];
+    }
+    let mut idx = vec![0usize; rank];
+    for o in out.iter_mut() {
+        let src: usize = idx.iter().zip(&strides).map(|(i, s)| i * s).sum();
+        *o = x[src];
+        for d in (0..rank).rev() {
+            idx[d] += 1;
+            if idx[d] < out_shape[d] {
+                break;
+            }
+            idx[d] = 0;
+        }
+    }
+}
+
+impl Kernel for VariadicKernel {
+    fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor]) -> Result<()> {
+        let out = f32_out(&mut outputs[0])?;
+        broadcast_to(f32_of(inputs, 0)?, &self.shapes[0], out, &self.out_shape);
+        if self.shapes.len() > 1 {
+            let mut acc = out.to_vec();
+            for (i, shape) in self.shapes.iter().enumerate().skip(1) {
+                let x = f32_of(inputs, i)?;
+                binary(
+                    self.op,
+                    &acc,
+                    &self.out_shape,
+                    x,
+                    shape,
+                    out,
+                    &self.out_shape,
+                );
+                acc.copy_from_slice(out);
+            }
+        }
+        if let Some(s) = self.scale {
+            out.iter_mut().for_each(|v| *v *= s);
+        }
+        Ok(())
+    }
+}
+
+/// Builds a variadic operator over one or more float inputs; `mean` divides the folded sum by
+/// the number of inputs.
+pub fn build(ctx: &BuildCtx, op: BinaryOp, mean: bool) -> Result<Built> {
+    ctx.arity(1, usize::MAX, 1, 1)?;
+    let mut shapes = Vec::with_capacity(ctx.inputs.len());
+    let mut out_shape = ctx.float_input(0)?.shape.to_vec();
+    for i in 0..ctx.inputs.len() {
+        let x = ctx.float_input(i)?;
+        out_shape = broadcast(&out_shape, x.shape).ok_or_else(|| {
+            ctx.err(
+                Status::InvalidModel,
+                format!(
+                    "input {i} of shape {:?} does not broadcast to {out_shape:?}",
+                    x.shape
+                ),
+            )
+        })?;
+        shapes.push(x.shape.to_vec());
+    }
+    let n = shapes.len();
+    Ok(Built {
+        outputs: vec![(DataType::F32, out_shape.clone())],
+        kernel: Box::new(VariadicKernel {
+            op,
+            shapes,
+            out_shape,
+            scale: (mean && n > 1).then(|| 1.0 / n as f32),
+        }),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::broadcast_to;
+
+    #[test]
+    fn broadcast_to_repeats() {
+        let mut out = [0.0; 6];
+        broadcast_to(&[1.0, 2.0, 3.0], &[3], &mut out, &[2, 3]);
+        assert_eq!(out, [1.0, 2.0, 3.0, 1.0, 2.0, 3.0]);
+        broadcast_to(&[1.0, 2.0], &[2, 1], &mut out, &[2, 3]);
+        assert_eq!(out, [1.0, 1.0, 1.0, 2.0, 2.0, 2.0]);
+    }
+}
