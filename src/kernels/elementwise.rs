@@ -57,6 +57,26 @@ pub fn broadcast_shape(a: &[usize], b: &[usize]) -> Option<Vec<usize>> {
         .collect()
 }
 
+/// The larger of two values; a NaN operand gives NaN (numpy's `maximum`, ONNX's `Max`).
+#[inline(always)]
+pub fn max_nan(x: f32, y: f32) -> f32 {
+    if x.is_nan() || y.is_nan() {
+        f32::NAN
+    } else {
+        x.max(y)
+    }
+}
+
+/// The smaller of two values; a NaN operand gives NaN (numpy's `minimum`, ONNX's `Min`).
+#[inline(always)]
+pub fn min_nan(x: f32, y: f32) -> f32 {
+    if x.is_nan() || y.is_nan() {
+        f32::NAN
+    } else {
+        x.min(y)
+    }
+}
+
 /// `out = a op b` with numpy broadcasting; `out_shape` must be `broadcast_shape(a_shape, b_shape)`.
 ///
 /// Panics if the shapes do not broadcast to `out_shape` or a slice length does not match its shape.
@@ -109,8 +129,8 @@ pub fn binary_isa(
         BinaryOp::Sub => run(isa, |x, y| x - y, a, a_shape, b, b_shape, out, out_shape),
         BinaryOp::Mul => run(isa, |x, y| x * y, a, a_shape, b, b_shape, out, out_shape),
         BinaryOp::Div => run(isa, |x, y| x / y, a, a_shape, b, b_shape, out, out_shape),
-        BinaryOp::Max => run(isa, f32::max, a, a_shape, b, b_shape, out, out_shape),
-        BinaryOp::Min => run(isa, f32::min, a, a_shape, b, b_shape, out, out_shape),
+        BinaryOp::Max => run(isa, max_nan, a, a_shape, b, b_shape, out, out_shape),
+        BinaryOp::Min => run(isa, min_nan, a, a_shape, b, b_shape, out, out_shape),
         BinaryOp::Pow => run(isa, f32::powf, a, a_shape, b, b_shape, out, out_shape),
     }
 }
@@ -396,6 +416,56 @@ mod tests {
                 reference::channel_affine_ref(&x, &mut want, n, c, s, &scale, &shift);
                 channel_affine_isa(isa, &x, &mut got, n, c, s, &scale, &shift);
                 assert_eq!(got, want);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod nan_tests {
+    use super::*;
+
+    #[test]
+    fn max_and_min_propagate_nan_like_numpy() {
+        for isa in cpu::test_isas() {
+            let a = [1.0, f32::NAN, 3.0, -0.5, 7.0, 2.0, f32::NAN, 0.0, 9.0];
+            let b = [f32::NAN, 2.0, 1.0, -1.0, 8.0, 2.0, 5.0, f32::NAN, -9.0];
+            let mut out = [0.0f32; 9];
+            binary_isa(isa, BinaryOp::Max, &a, &[9], &b, &[9], &mut out, &[9]);
+            let want_max = [
+                f32::NAN,
+                f32::NAN,
+                3.0,
+                -0.5,
+                8.0,
+                2.0,
+                f32::NAN,
+                f32::NAN,
+                9.0,
+            ];
+            for (g, w) in out.iter().zip(want_max) {
+                assert!(
+                    (g.is_nan() && w.is_nan()) || *g == w,
+                    "{isa:?} max: {out:?}"
+                );
+            }
+            binary_isa(isa, BinaryOp::Min, &a, &[9], &b, &[9], &mut out, &[9]);
+            let want_min = [
+                f32::NAN,
+                f32::NAN,
+                1.0,
+                -1.0,
+                7.0,
+                2.0,
+                f32::NAN,
+                f32::NAN,
+                -9.0,
+            ];
+            for (g, w) in out.iter().zip(want_min) {
+                assert!(
+                    (g.is_nan() && w.is_nan()) || *g == w,
+                    "{isa:?} min: {out:?}"
+                );
             }
         }
     }

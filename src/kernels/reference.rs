@@ -229,6 +229,8 @@ pub fn binary_op_ref(op: BinaryOp, a: f32, b: f32) -> f32 {
         BinaryOp::Sub => a - b,
         BinaryOp::Mul => a * b,
         BinaryOp::Div => a / b,
+        BinaryOp::Max if a.is_nan() || b.is_nan() => f32::NAN,
+        BinaryOp::Min if a.is_nan() || b.is_nan() => f32::NAN,
         BinaryOp::Max => a.max(b),
         BinaryOp::Min => a.min(b),
         BinaryOp::Pow => a.powf(b),
