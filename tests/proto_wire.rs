@@ -92,8 +92,9 @@ g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="n")], "g",
     [helper.make_tensor("w", TensorProto.INT64, [2], [7, -8])],
     sparse_initializer=[helper.make_sparse_tensor(helper.make_tensor("sv", TensorProto.FLOAT, [1], [3.5]),
                                                   helper.make_tensor("si", TensorProto.INT64, [1], [1]), [4])])
-ext = TensorProto(name="e", data_type=TensorProto.FLOAT, dims=[2], data_location=TensorProto.EXTERNAL)
+ext = TensorProto(name="e", data_type=TensorProto.FLOAT, dims=[2], raw_data=bytes(8))
 onnx.external_data_helper.set_external_data(ext, "weights.bin", offset=16, length=8)
+ext.ClearField("raw_data")
 g.initializer.append(ext)
 f = helper.make_function("local", "F", ["a"], ["b"], [helper.make_node("Relu", ["a"], ["b"])],
                          [helper.make_opsetid("", 19)], attributes=["alpha"])
