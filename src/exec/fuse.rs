@@ -19,26 +19,36 @@ fn is_default(n: &Node, op: &str) -> bool {
     n.op_type == op && (n.domain.is_empty() || n.domain == "ai.onnx")
 }
 
-/// How many nodes read each value, plus one for each graph-output use.
-fn uses(g: &Graph) -> Vec<usize> {
-    let mut count = vec![0; g.values.len()];
-    for n in &g.nodes {
+/// For each value, the index of the node that reads it, when exactly one node reads it once
+/// and it is not a graph output. Computed once per pass: a pass only rewires a producer to the
+/// output of the node it absorbs, which keeps every other entry valid, and removes nodes at its
+/// end (see [`drop_removed`]).
+fn sole_consumers(g: &Graph) -> Vec<Option<usize>> {
+    let mut uses = vec![0usize; g.values.len()];
+    let mut reader = vec![None; g.values.len()];
+    for (i, n) in g.nodes.iter().enumerate() {
         for id in n.inputs.iter().flatten() {
-            count[*id] += 1;
+            uses[*id] += 1;
+            reader[*id] = Some(i);
         }
     }
     for &o in &g.outputs {
-        count[o] += 1;
+        uses[o] += 1;
     }
-    count
+    reader
+        .into_iter()
+        .zip(uses)
+        .map(|(r, u)| if u == 1 { r } else { None })
+        .collect()
 }
 
-/// The only node reading `value`, if exactly one node does and it is not a graph output.
-fn sole_consumer(g: &Graph, uses: &[usize], value: ValueId) -> Option<usize> {
-    if uses[value] != 1 {
-        return None;
-    }
-    g.nodes.iter().position(|n| n.inputs.contains(&Some(value)))
+/// Removes the nodes a pass absorbed.
+fn drop_removed(g: &mut Graph, removed: &[bool]) {
+    let mut k = 0;
+    g.nodes.retain(|_| {
+        k += 1;
+        !removed[k - 1]
+    });
 }
 
 fn fold_constant_nodes(g: &mut Graph) {
@@ -100,9 +110,13 @@ fn add_constant(g: &mut Graph, name: String, t: Tensor) -> ValueId {
 }
 
 fn fold_batch_norms(g: &mut Graph) {
-    let mut i = 0;
-    while i < g.nodes.len() {
-        if let Some(bn) = batch_norm_after(g, i) {
+    let consumers = sole_consumers(g);
+    let mut removed = vec![false; g.nodes.len()];
+    for i in 0..g.nodes.len() {
+        if removed[i] {
+            continue;
+        }
+        if let Some(bn) = batch_norm_after(g, &consumers, i) {
             let conv = &g.nodes[i];
             let (w_shape, w) = constant_f32(g, conv.inputs[1]).expect("checked");
             let m = w_shape[0];
@@ -153,14 +167,14 @@ fn fold_batch_norms(g: &mut Graph) {
             conv.inputs[1] = Some(w_id);
             conv.inputs[2] = Some(b_id);
             conv.outputs[0] = out;
-            g.nodes.remove(bn);
+            removed[bn] = true;
         }
-        i += 1;
     }
+    drop_removed(g, &removed);
 }
 
 /// The index of a foldable BatchNormalization reading the output of Conv node `i`.
-fn batch_norm_after(g: &Graph, i: usize) -> Option<usize> {
+fn batch_norm_after(g: &Graph, consumers: &[Option<usize>], i: usize) -> Option<usize> {
     let conv = &g.nodes[i];
     if !is_default(conv, "Conv") || conv.outputs.len() != 1 {
         return None;
@@ -173,7 +187,7 @@ fn batch_norm_after(g: &Graph, i: usize) -> Option<usize> {
         constant_f32(g, Some(b))?;
     }
     let out = conv.outputs[0]?;
-    let bn = sole_consumer(g, &uses(g), out)?;
+    let bn = consumers[out]?;
     let node = &g.nodes[bn];
     let training = matches!(node.attrs.get("training_mode"), Some(Attr::Int(t)) if *t != 0);
     if !is_default(node, "BatchNormalization")
@@ -234,8 +248,12 @@ fn activation_of(g: &Graph, n: &Node) -> Option<(String, Vec<f32>)> {
 }
 
 fn fuse_activations(g: &mut Graph) {
-    let mut i = 0;
-    while i < g.nodes.len() {
+    let consumers = sole_consumers(g);
+    let mut removed = vec![false; g.nodes.len()];
+    for i in 0..g.nodes.len() {
+        if removed[i] {
+            continue;
+        }
         let conv = &g.nodes[i];
         let fused_name = if is_default(conv, "Conv") {
             "FusedConv"
@@ -246,7 +264,7 @@ fn fuse_activations(g: &mut Graph) {
         };
         if !fused_name.is_empty() && conv.outputs.len() == 1 {
             if let Some(out) = conv.outputs[0] {
-                if let Some(a) = sole_consumer(g, &uses(g), out) {
+                if let Some(a) = consumers[out] {
                     let act_node = &g.nodes[a];
                     if act_node.inputs.first() == Some(&Some(out)) {
                         if let Some((kind, params)) = activation_of(g, act_node) {
@@ -259,12 +277,12 @@ fn fuse_activations(g: &mut Graph) {
                             conv.op_type = fused_name.into();
                             conv.domain = ops::INTERNAL_DOMAIN.into();
                             conv.outputs[0] = new_out;
-                            g.nodes.remove(a);
+                            removed[a] = true;
                         }
                     }
                 }
             }
         }
-        i += 1;
     }
+    drop_removed(g, &removed);
 }

@@ -16,5 +16,5 @@ pub static DEF: OpDef = OpDef {
 
 fn build(ctx: &BuildCtx) -> Result<Built> {
     let alpha = ctx.attr_float("alpha", 0.01)?;
-    unary::build(ctx, Activation::LeakyRelu(alpha), 1)
+    unary::build(ctx, Activation::LeakyRelu(alpha))
 }

@@ -15,5 +15,5 @@ pub static DEF: OpDef = OpDef {
 };
 
 fn build(ctx: &BuildCtx) -> Result<Built> {
-    unary::build(ctx, Activation::Sigmoid, 1)
+    unary::build(ctx, Activation::Sigmoid)
 }

@@ -20,8 +20,8 @@ impl Kernel for ActivationKernel {
 }
 
 /// Builds an activation node with one float input of any shape.
-pub fn build(ctx: &BuildCtx, act: Activation, max_inputs: usize) -> Result<Built> {
-    ctx.arity(1, max_inputs, 1, 1)?;
+pub fn build(ctx: &BuildCtx, act: Activation) -> Result<Built> {
+    ctx.arity(1, 1, 1, 1)?;
     let x = ctx.float_input(0)?;
     Ok(Built {
         outputs: vec![(DataType::F32, x.shape.to_vec())],
