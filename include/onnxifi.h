@@ -542,7 +542,8 @@ onnxStatus onnxReleaseBackend(onnxBackend backend);
 // Creates a non-signalled event.
 onnxStatus onnxInitEvent(onnxBackend backend_, onnxEvent *event);
 
-// Signals an event; a second signal is INVALID_STATE.
+// Signals an event; a second signal is INVALID_STATE, and so is signalling an output event
+// that `onnxRunGraph` made (its run signals it when the outputs are written).
 onnxStatus onnxSignalEvent(onnxEvent event_);
 
 // Reads an event's state without waiting.
@@ -577,7 +578,8 @@ onnxStatus onnxRunGraph(onnxGraph graph_,
                         const struct onnxMemoryFenceV1 *inputFence,
                         struct onnxMemoryFenceV1 *outputFence);
 
-// Destroys a graph, waiting for its in-flight runs.
+// Destroys a graph, waiting for its in-flight runs. A run racing this call is either finished
+// before it returns or refused with INVALID_GRAPH.
 onnxStatus onnxReleaseGraph(onnxGraph graph);
 
 // Extension: binds I/O and runs at once, with an input fence that is already signalled.

@@ -53,7 +53,10 @@ pub struct Graph {
 impl Graph {
     /// Compiles a serialized model with optional weights.
     pub fn compile(backend: Arc<Backend>, bytes: &[u8], weights: Vec<ir::Weight>) -> Result<Graph> {
-        let exe = compile_executable(bytes, weights)?;
+        // Init-time folding and weight packing run on the backend's own pool.
+        let exe = backend
+            .pool
+            .install(|| compile_executable(bytes, weights))?;
         let queue = RunQueue::new(backend.pool.clone());
         Ok(Graph {
             backend,
@@ -74,6 +77,24 @@ impl Graph {
     /// Replaces (or, with `None`, drops) the binding.
     pub fn set_binding(&self, b: Option<Binding>) {
         *self.binding.lock().unwrap_or_else(|p| p.into_inner()) = b.map(Arc::new);
+    }
+}
+
+/// Compiles a model for `onnxGetBackendCompatibility`, which has no backend (so no pool): on a
+/// one-thread pool of the library's own, never on rayon's global pool (which belongs to the
+/// host process).
+pub fn check_compatibility(bytes: &[u8]) -> Result<()> {
+    static POOL: std::sync::OnceLock<Option<rayon::ThreadPool>> = std::sync::OnceLock::new();
+    let pool = POOL.get_or_init(|| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .thread_name(|_| "onnxifi-compat".into())
+            .build()
+            .ok()
+    });
+    match pool {
+        Some(pool) => pool.install(|| compile_executable(bytes, Vec::new())).map(drop),
+        None => compile_executable(bytes, Vec::new()).map(drop),
     }
 }
 

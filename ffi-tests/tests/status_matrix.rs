@@ -1627,3 +1627,109 @@ fn handles_are_distinct() {
         (api().release_event)(e2);
     }
 }
+
+// ---------------------------------------------------------------- races at the boundary
+
+/// `onnxRunGraph` racing `onnxReleaseGraph` from another thread: the run is either refused
+/// with INVALID_GRAPH, or it has finished writing the caller's buffer when the release returns.
+/// (Before the queue was closed under its lock, a run could be queued after the release drained
+/// an empty queue and write into a buffer the caller had already reused.)
+#[test]
+fn run_racing_release_graph_is_refused_or_finished_before_release_returns() {
+    let b = Backend::new();
+    let model = model_bytes("add.onnx");
+    let ready = b.event();
+    // SAFETY: our event.
+    expect(unsafe { (api().signal_event)(ready) }, SUCCESS, "signal");
+    let ready_addr = ready as usize;
+    let (mut refused, mut finished) = (0, 0);
+    for round in 0..300 {
+        let mut g = b.graph(&model);
+        let mut io = AddIo::new();
+        expect(set_io(g.0, &io.inputs(), &[io.output()]), SUCCESS, "set IO");
+        let graph = g.0 as usize;
+        g.0 = null_mut(); // released below, by hand
+        let barrier = std::sync::Arc::new(std::sync::Barrier::new(2));
+        let b2 = barrier.clone();
+        let runner = std::thread::spawn(move || {
+            let inf = MemoryFence::event(ready_addr as Handle);
+            let mut outf = MemoryFence::event(null_mut());
+            b2.wait();
+            // SAFETY: a graph handle that may be released concurrently (the case under test).
+            let s = unsafe { (api().run_graph)(graph as Handle, &inf, &mut outf) };
+            (s, outf.event as usize)
+        });
+        barrier.wait();
+        // SAFETY: a live graph, released once.
+        expect(
+            unsafe { (api().release_graph)(graph as Handle) },
+            SUCCESS,
+            "release",
+        );
+        // The caller now owns its buffer again and reuses it.
+        let y_ptr = io.y.as_mut_ptr();
+        // SAFETY: our buffer; a correct library no longer touches it.
+        unsafe { std::ptr::write_volatile(y_ptr, -1.0) };
+        let (s, event) = runner.join().expect("runner thread");
+        match s {
+            INVALID_GRAPH => refused += 1,
+            SUCCESS => {
+                finished += 1;
+                let mut st = 0;
+                // SAFETY: the output event the run made.
+                unsafe {
+                    expect(
+                        (api().get_event_state)(event as Handle, &mut st),
+                        SUCCESS,
+                        "state",
+                    );
+                    expect((api().wait_event)(event as Handle), SUCCESS, "wait");
+                    (api().release_event)(event as Handle);
+                }
+                assert_eq!(st, EVENT_STATE_SIGNALLED, "round {round}: run not finished");
+            }
+            other => panic!("round {round}: onnxRunGraph answered {}", name(other)),
+        }
+        // SAFETY: our buffer.
+        let y0 = unsafe { std::ptr::read_volatile(y_ptr) };
+        assert_eq!(y0, -1.0, "round {round}: the run wrote after the release");
+    }
+    eprintln!("run/release race: {finished} runs finished before the release, {refused} refused");
+    // SAFETY: released once.
+    unsafe { (api().release_event)(ready) };
+}
+
+/// `onnxSignalEvent` on an output event made by `onnxRunGraph` is INVALID_STATE: only the run
+/// signals it, after writing the outputs, so a downstream run never reads a half-written buffer.
+#[test]
+fn signalling_a_runs_output_event_is_invalid_state() {
+    let b = Backend::new();
+    let g = b.graph(&model_bytes("add.onnx"));
+    let mut io = AddIo::new();
+    expect(set_io(g.0, &io.inputs(), &[io.output()]), SUCCESS, "set IO");
+    let input = b.event();
+    let inf = MemoryFence::event(input);
+    let mut outf = MemoryFence::event(null_mut());
+    // SAFETY: live graph and fences; our events, released once.
+    unsafe {
+        expect((api().run_graph)(g.0, &inf, &mut outf), SUCCESS, "run");
+        expect(
+            (api().signal_event)(outf.event),
+            INVALID_STATE,
+            "caller signals the run's output event",
+        );
+        let mut st = 0;
+        expect((api().get_event_state)(outf.event, &mut st), SUCCESS, "state");
+        assert_eq!(st, EVENT_STATE_NONSIGNALLED, "the refused signal changed nothing");
+        expect((api().signal_event)(input), SUCCESS, "signal input");
+        expect((api().wait_event)(outf.event), SUCCESS, "wait");
+        expect(
+            (api().signal_event)(outf.event),
+            INVALID_STATE,
+            "signal after the run",
+        );
+        (api().release_event)(outf.event);
+        (api().release_event)(input);
+    }
+    assert_close(&io.y, &AddIo::expected(), "A + B");
+}

@@ -2,7 +2,7 @@
 //! `BatchNormalization` after a `Conv` with constant weights is folded into the weights, and an
 //! activation after a `Conv` or `Gemm` runs inside its write-back (`FusedConv`, `FusedGemm`).
 
-use crate::ir::{Attr, Graph, Node, Tensor, TensorData, Value, ValueId};
+use crate::ir::{Attr, Graph, Node, Tensor, TensorData, ValueId, ValueInfo};
 use crate::ops;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -101,7 +101,7 @@ fn constant_f32(g: &Graph, id: Option<ValueId>) -> Option<(Vec<usize>, &[f32])> 
 }
 
 fn add_constant(g: &mut Graph, name: String, t: Tensor) -> ValueId {
-    g.values.push(Value {
+    g.values.push(ValueInfo {
         name,
         declared: None,
         constant: Some(Arc::new(t)),

@@ -5,15 +5,21 @@
 mod fuse;
 mod plan;
 mod run;
+mod weights;
 
 pub use plan::Plan;
+pub use weights::WeightCache;
 
 use crate::check::compat;
 use crate::error::{Error, Result, Status};
 use crate::ir::{DataType, Dim, Graph, Tensor, TensorType};
+use plan::BuildEnv;
+use run::BufferPool;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-/// How many plans (one per distinct input shape set) an executable keeps.
+/// How many plans (one per distinct tuple of input shapes) an executable keeps, least recently
+/// used first out.
 const PLAN_CACHE: usize = 8;
 
 /// A graph input or output as the caller sees it.
@@ -25,18 +31,19 @@ pub struct IoSpec {
     pub declared: TensorType,
 }
 
-/// What an input contributes to a plan: its shape, and for integer inputs its contents
-/// (integer inputs are shape-like: their values are folded into the plan).
-#[derive(Clone, Debug, PartialEq)]
-struct PlanKey(Vec<(Vec<usize>, Option<Tensor>)>);
+/// What selects a plan: the input shapes, never their contents.
+type PlanKey = Vec<Vec<usize>>;
 
 /// A compiled model, ready to run for any input shapes its declarations allow.
 pub struct Executable {
     graph: Graph,
     inputs: Vec<IoSpec>,
     outputs: Vec<IoSpec>,
+    /// Plans, most recently used last.
     plans: Mutex<Vec<(PlanKey, Arc<Plan>)>>,
-    buffers: Mutex<Vec<Vec<f32>>>,
+    plans_built: AtomicUsize,
+    weights: WeightCache,
+    buffers: Mutex<BufferPool>,
 }
 
 impl Executable {
@@ -83,13 +90,16 @@ impl Executable {
                 ));
             }
         }
-        let graph = fuse::fuse(graph);
+        let mut graph = fuse::fuse(graph);
+        drop_unused_constants(&mut graph);
         let exe = Executable {
             graph,
             inputs,
             outputs,
             plans: Mutex::new(Vec::new()),
-            buffers: Mutex::new(Vec::new()),
+            plans_built: AtomicUsize::new(0),
+            weights: WeightCache::default(),
+            buffers: Mutex::new(BufferPool::default()),
         };
         let fixed: Option<Vec<Vec<usize>>> = exe
             .inputs
@@ -97,9 +107,7 @@ impl Executable {
             .map(|s| s.declared.fixed_shape())
             .collect();
         if let Some(shapes) = fixed {
-            if !exe.has_value_inputs() {
-                exe.output_shapes(&shapes)?;
-            }
+            exe.output_shapes(&shapes)?;
         }
         Ok(exe)
     }
@@ -119,11 +127,6 @@ impl Executable {
         &self.graph
     }
 
-    /// Whether some input's contents shape the plan (integer inputs).
-    pub fn has_value_inputs(&self) -> bool {
-        self.inputs.iter().any(|s| is_value_input(s.declared.dtype))
-    }
-
     /// Whether any declared input dimension is symbolic or unknown.
     pub fn has_symbolic_inputs(&self) -> bool {
         self.inputs
@@ -131,16 +134,21 @@ impl Executable {
             .any(|s| s.declared.fixed_shape().is_none())
     }
 
-    /// Checks input shapes against the declarations (binding symbols consistently) and, when
-    /// the outputs do not depend on input values, returns the output shapes.
-    pub fn output_shapes(&self, shapes: &[Vec<usize>]) -> Result<Option<Vec<Vec<usize>>>> {
+    /// Checks input shapes against the declarations (binding symbols consistently), plans for
+    /// them, and returns the output shapes (`None` for an output whose shape a run decides).
+    pub fn output_shapes(&self, shapes: &[Vec<usize>]) -> Result<Vec<Option<Vec<usize>>>> {
         self.check_input_shapes(shapes)?;
-        if self.has_value_inputs() {
-            return Ok(None);
-        }
-        let key = PlanKey(shapes.iter().map(|s| (s.clone(), None)).collect());
-        let plan = self.plan(key)?;
-        Ok(Some(plan.output_shapes()))
+        Ok(self.plan(shapes)?.output_shapes())
+    }
+
+    /// How many plans were built so far (one per input-shape tuple seen, unless evicted).
+    pub fn plans_built(&self) -> usize {
+        self.plans_built.load(Ordering::Relaxed)
+    }
+
+    /// How many weight preparations (packings) were made so far, over all plans.
+    pub fn weight_preparations(&self) -> usize {
+        self.weights.preparations()
     }
 
     fn check_input_shapes(&self, shapes: &[Vec<usize>]) -> Result<()> {
@@ -197,19 +205,30 @@ impl Executable {
         Ok(())
     }
 
-    fn plan(&self, key: PlanKey) -> Result<Arc<Plan>> {
+    fn env(&self) -> BuildEnv<'_> {
+        BuildEnv {
+            graph: &self.graph,
+            weights: &self.weights,
+        }
+    }
+
+    fn plan(&self, shapes: &[Vec<usize>]) -> Result<Arc<Plan>> {
         {
-            let plans = self.plans.lock().unwrap_or_else(|p| p.into_inner());
-            if let Some((_, p)) = plans.iter().find(|(k, _)| *k == key) {
-                return Ok(p.clone());
+            let mut plans = self.plans.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(i) = plans.iter().position(|(k, _)| k.as_slice() == shapes) {
+                let entry = plans.remove(i);
+                let plan = entry.1.clone();
+                plans.push(entry);
+                return Ok(plan);
             }
         }
-        let plan = Arc::new(Plan::build(&self.graph, &key.0)?);
+        let plan = Arc::new(Plan::build(&self.env(), shapes)?);
+        self.plans_built.fetch_add(1, Ordering::Relaxed);
         let mut plans = self.plans.lock().unwrap_or_else(|p| p.into_inner());
         if plans.len() >= PLAN_CACHE {
             plans.remove(0);
         }
-        plans.push((key, plan.clone()));
+        plans.push((shapes.to_vec(), plan.clone()));
         Ok(plan)
     }
 
@@ -234,32 +253,34 @@ impl Executable {
         }
         let shapes: Vec<Vec<usize>> = inputs.iter().map(|t| t.shape.clone()).collect();
         self.check_input_shapes(&shapes)?;
-        let key = PlanKey(
-            inputs
-                .iter()
-                .map(|t| {
-                    (
-                        t.shape.clone(),
-                        is_value_input(t.dtype()).then(|| t.clone()),
-                    )
-                })
-                .collect(),
-        );
-        let plan = self.plan(key)?;
-        let mut buffers =
-            std::mem::take(&mut *self.buffers.lock().unwrap_or_else(|p| p.into_inner()));
-        let result = run::run(&plan, inputs, &mut buffers);
+        let plan = self.plan(&shapes)?;
+        let mut pool = std::mem::take(&mut *self.buffers.lock().unwrap_or_else(|p| p.into_inner()));
+        let result = run::run(&self.env(), &plan, inputs, &mut pool);
         let mut kept = self.buffers.lock().unwrap_or_else(|p| p.into_inner());
         if kept.is_empty() {
-            *kept = buffers;
+            *kept = pool;
         }
         result
     }
 }
 
-/// Integer and boolean inputs are treated as shape-like: their contents join the plan key.
-fn is_value_input(t: DataType) -> bool {
-    t != DataType::F32 && t != DataType::F64
+/// Drops the data of weights no node reads any more (e.g. BatchNormalization parameters once
+/// folded into a convolution), so they do not stay in memory beside their folded form.
+fn drop_unused_constants(graph: &mut Graph) {
+    let mut used = vec![false; graph.values.len()];
+    for node in &graph.nodes {
+        for id in node.inputs.iter().flatten() {
+            used[*id] = true;
+        }
+    }
+    for &id in &graph.outputs {
+        used[id] = true;
+    }
+    for (value, used) in graph.values.iter_mut().zip(used) {
+        if !used {
+            value.constant = None;
+        }
+    }
 }
 
 fn dims_text(dims: &[Dim]) -> Vec<String> {

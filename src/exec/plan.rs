@@ -1,18 +1,55 @@
-//! The execution plan for one set of concrete input shapes: nodes lowered to kernels, constant
-//! subgraphs folded, and for every step the values that die after it (so their buffers are
-//! reused by later steps).
+//! The execution plan for one tuple of input *shapes* (never input contents): nodes lowered to
+//! kernels, constant subgraphs folded (shape arithmetic included, once the input shapes are
+//! known), and for every step the values that die after it (so their buffers are reused).
+//!
+//! A node whose inputs' shapes or contents only a run can know (a Reshape whose target is
+//! computed from a graph input, anything downstream of a data-dependent shape) becomes a
+//! *deferred* step: it is built during the run from the actual inputs, and the build is memoised
+//! for as long as those inputs keep their shapes (and, for the inputs whose contents the build
+//! read, their contents). Nothing else is re-planned.
 
+use super::weights::WeightCache;
 use crate::error::{Error, Result, Status};
-use crate::ir::{DataType, Dim, Graph, Tensor, TensorData, ValueId};
-use crate::ops::{self, BuildCtx, InputInfo, Kernel};
-use std::sync::Arc;
+use crate::ir::{DataType, Dim, Graph, Node, Tensor, TensorData, ValueId};
+use crate::ops::{self, BuildCtx, Built, InputInfo, Kernel, OpDef};
+use std::sync::{Arc, Mutex};
+
+/// What a value is known to be while planning: its type and shape, or only its dtype for a
+/// value whose shape a run decides.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Known {
+    /// Type and concrete shape.
+    Static(DataType, Vec<usize>),
+    /// Shape (and possibly type) decided at run time.
+    Dynamic,
+}
+
+/// The last run-time build of a deferred step, reused while its key matches.
+pub struct Memo {
+    /// Per input: type, shape, and contents when the build read them.
+    key: Vec<Option<(DataType, Vec<usize>, Option<Tensor>)>>,
+    /// Which inputs' contents the build read.
+    reads: u64,
+    /// The kernel.
+    pub kernel: Arc<dyn Kernel>,
+    /// Output types and shapes.
+    pub outputs: Vec<(DataType, Vec<usize>)>,
+}
+
+/// How a step gets its kernel.
+pub enum StepKernel {
+    /// Built while planning.
+    Static(Box<dyn Kernel>),
+    /// Built during the run from the actual inputs (memoised).
+    Deferred(Mutex<Option<Arc<Memo>>>),
+}
 
 /// One kernel invocation.
 pub struct Step {
     /// Index of the node in the graph.
     pub node: usize,
-    /// The prepared kernel.
-    pub kernel: Box<dyn Kernel>,
+    /// The kernel, or how to get it.
+    pub kernel: StepKernel,
     /// Input values (`None` for omitted optional inputs).
     pub inputs: Vec<Option<ValueId>>,
     /// Output values (`None` for omitted optional outputs).
@@ -25,113 +62,247 @@ pub struct Step {
 pub struct Plan {
     /// Steps in execution order.
     pub steps: Vec<Step>,
-    /// Known data per value: weights, folded constants, shape-like inputs.
+    /// Known data per value: weights and folded constants.
     pub constants: Vec<Option<Arc<Tensor>>>,
-    /// Type and shape per value.
-    pub types: Vec<Option<(DataType, Vec<usize>)>>,
-    /// Graph inputs fed at run time, in order (`None` for shape-like inputs folded in).
-    pub inputs: Vec<Option<ValueId>>,
+    /// Type and shape per value, as far as planning knows them (`None`: not computed).
+    pub types: Vec<Option<Known>>,
+    /// Graph inputs fed at run time, in order.
+    pub inputs: Vec<ValueId>,
     /// Graph outputs.
     pub outputs: Vec<ValueId>,
+    /// The most bytes that static values need at once (liveness peak, weights excluded).
+    pub peak_bytes: u64,
+}
+
+/// What a node's build needs besides its inputs.
+pub struct BuildEnv<'a> {
+    /// The graph.
+    pub graph: &'a Graph,
+    /// The graph's prepared-weight cache.
+    pub weights: &'a WeightCache,
+}
+
+impl BuildEnv<'_> {
+    /// Builds `node` from its inputs. `Ok(Err(reads))` when the build needs contents that only
+    /// a run knows (the planner defers the node).
+    fn build(
+        &self,
+        def: &OpDef,
+        node: &Node,
+        inputs: Vec<Option<InputInfo>>,
+    ) -> Result<std::result::Result<(Built, u64), ()>> {
+        let ctx = BuildCtx::new(node, self.graph.opset, inputs, Some(self.weights));
+        match (def.build)(&ctx) {
+            Ok(built) => {
+                if built.outputs.len() < node.outputs.iter().filter(|o| o.is_some()).count() {
+                    return Err(Error::new(
+                        Status::UnsupportedOperator,
+                        format!(
+                            "{}: only {} output(s) supported",
+                            node.describe(),
+                            built.outputs.len()
+                        ),
+                    ));
+                }
+                Ok(Ok((built, ctx.content_reads())))
+            }
+            Err(_) if ctx.wants_run_time_data() => Ok(Err(())),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Builds a deferred step's node from the actual run-time inputs, or reuses the memo.
+    pub fn build_at_run_time(
+        &self,
+        step: &Step,
+        memo: &Mutex<Option<Arc<Memo>>>,
+        ins: &[Option<&Tensor>],
+        constants: &[Option<Arc<Tensor>>],
+    ) -> Result<Arc<Memo>> {
+        let current = memo.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        if let Some(m) = current {
+            let same = m.key.len() == ins.len()
+                && m.key.iter().zip(ins).enumerate().all(|(i, (k, t))| match (k, t) {
+                    (None, None) => true,
+                    (Some((dt, shape, contents)), Some(t)) => {
+                        *dt == t.dtype()
+                            && *shape == t.shape
+                            && (m.reads & (1 << i.min(63)) == 0 || contents.as_ref() == Some(*t))
+                    }
+                    _ => false,
+                });
+            if same {
+                return Ok(m);
+            }
+        }
+        let node = &self.graph.nodes[step.node];
+        let def = lookup(node)?;
+        let infos = step
+            .inputs
+            .iter()
+            .zip(ins)
+            .map(|(id, t)| {
+                let (id, t) = ((*id)?, (*t)?);
+                let constant = constants[id].as_deref();
+                Some(InputInfo {
+                    dtype: t.dtype(),
+                    shape: &t.shape,
+                    constant,
+                    run_time: Some(t),
+                    weight: weight_of(self.graph, id, constant),
+                })
+            })
+            .collect();
+        let (built, reads) = self.build(def, node, infos)?.map_err(|()| {
+            Error::new(
+                Status::InternalError,
+                format!("{}: contents missing at run time", node.describe()),
+            )
+        })?;
+        let key = ins
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                t.map(|t| {
+                    let contents = (reads & (1 << i.min(63)) != 0).then(|| t.clone());
+                    (t.dtype(), t.shape.clone(), contents)
+                })
+            })
+            .collect();
+        let fresh = Arc::new(Memo {
+            key,
+            reads,
+            kernel: Arc::from(built.kernel),
+            outputs: built.outputs,
+        });
+        *memo.lock().unwrap_or_else(|p| p.into_inner()) = Some(fresh.clone());
+        Ok(fresh)
+    }
+}
+
+fn lookup(node: &Node) -> Result<&'static OpDef> {
+    ops::lookup(&node.domain, &node.op_type).ok_or_else(|| {
+        Error::new(
+            Status::UnsupportedOperator,
+            format!("{}: not supported", node.describe()),
+        )
+    })
+}
+
+/// The graph value `id` as a weight shared by all plans, when `constant` is the graph's own.
+fn weight_of(graph: &Graph, id: ValueId, constant: Option<&Tensor>) -> Option<ValueId> {
+    let own = graph.values[id].constant.as_deref()?;
+    std::ptr::eq(own, constant?).then_some(id)
+}
+
+/// Bytes of a value of `dtype` and `shape`; NO_SYSTEM_MEMORY when it cannot fit in memory.
+fn value_bytes(node: &Node, dtype: DataType, shape: &[usize]) -> Result<u64> {
+    let elements = crate::ir::numel(shape).map_err(|_| {
+        Error::new(
+            Status::UnsupportedShape,
+            format!(
+                "{}: output shape {shape:?} has too many elements",
+                node.describe()
+            ),
+        )
+    })?;
+    elements
+        .checked_mul(dtype.size().unwrap_or(1))
+        .map(|b| b as u64)
+        .filter(|&b| b <= memory_limit())
+        .ok_or_else(|| {
+            Error::new(
+                Status::NoSystemMemory,
+                format!(
+                    "{}: an output of shape {shape:?} does not fit in memory",
+                    node.describe()
+                ),
+            )
+        })
 }
 
 impl Plan {
-    /// Plans `graph` for the given inputs: each a shape, plus contents for shape-like inputs.
-    pub fn build(graph: &Graph, inputs: &[(Vec<usize>, Option<Tensor>)]) -> Result<Plan> {
+    /// Plans `env.graph` for the given input shapes.
+    pub fn build(env: &BuildEnv, input_shapes: &[Vec<usize>]) -> Result<Plan> {
+        let graph = env.graph;
         let n = graph.values.len();
         let mut constants: Vec<Option<Arc<Tensor>>> =
             graph.values.iter().map(|v| v.constant.clone()).collect();
-        let mut types: Vec<Option<(DataType, Vec<usize>)>> = constants
+        let mut types: Vec<Option<Known>> = constants
             .iter()
-            .map(|c| c.as_ref().map(|t| (t.dtype(), t.shape.clone())))
+            .map(|c| c.as_ref().map(|t| Known::Static(t.dtype(), t.shape.clone())))
             .collect();
-        let mut fed = Vec::with_capacity(inputs.len());
-        for (&id, (shape, contents)) in graph.inputs.iter().zip(inputs) {
+        for (&id, shape) in graph.inputs.iter().zip(input_shapes) {
             let dtype = graph.values[id]
                 .declared
                 .as_ref()
                 .map_or(DataType::F32, |d| d.dtype);
-            types[id] = Some((dtype, shape.clone()));
-            match contents {
-                Some(t) => {
-                    constants[id] = Some(Arc::new(t.clone()));
-                    fed.push(None);
-                }
-                None => fed.push(Some(id)),
-            }
+            types[id] = Some(Known::Static(dtype, shape.clone()));
         }
 
         let mut steps = Vec::new();
-        let mut total_bytes = 0u64;
         for (index, node) in graph.nodes.iter().enumerate() {
-            let def = ops::lookup(&node.domain, &node.op_type).ok_or_else(|| {
-                Error::new(
-                    Status::UnsupportedOperator,
-                    format!("{}: not supported", node.describe()),
-                )
-            })?;
+            let def = lookup(node)?;
             let mut infos = Vec::with_capacity(node.inputs.len());
+            let mut dynamic = false;
             for input in &node.inputs {
                 infos.push(match input {
                     None => None,
-                    Some(id) => {
-                        let (dtype, shape) = types[*id].as_ref().ok_or_else(|| {
-                            Error::new(
+                    Some(id) => match &types[*id] {
+                        Some(Known::Static(dtype, shape)) => {
+                            let constant = constants[*id].as_deref();
+                            Some(InputInfo {
+                                dtype: *dtype,
+                                shape,
+                                constant,
+                                run_time: None,
+                                weight: weight_of(graph, *id, constant),
+                            })
+                        }
+                        Some(Known::Dynamic) => {
+                            dynamic = true;
+                            None
+                        }
+                        None => {
+                            return Err(Error::new(
                                 Status::InternalError,
                                 format!("{}: input without a type", node.describe()),
-                            )
-                        })?;
-                        Some(InputInfo {
-                            dtype: *dtype,
-                            shape,
-                            constant: constants[*id].as_deref(),
-                        })
-                    }
+                            ))
+                        }
+                    },
                 });
             }
-            let ctx = BuildCtx {
-                node,
-                opset: graph.opset,
-                inputs: infos,
+            let built = if dynamic {
+                None
+            } else {
+                env.build(def, node, infos)?.ok()
             };
-            let built = (def.build)(&ctx)?;
-            if built.outputs.len() < node.outputs.iter().filter(|o| o.is_some()).count() {
-                return Err(Error::new(
-                    Status::UnsupportedOperator,
-                    format!(
-                        "{}: only {} output(s) supported",
-                        node.describe(),
-                        built.outputs.len()
-                    ),
-                ));
-            }
+            let Some((built, _)) = built else {
+                for id in node.outputs.iter().flatten() {
+                    types[*id] = Some(Known::Dynamic);
+                }
+                steps.push(Step {
+                    node: index,
+                    kernel: StepKernel::Deferred(Mutex::new(None)),
+                    inputs: node.inputs.clone(),
+                    outputs: node.outputs.clone(),
+                    frees: Vec::new(),
+                });
+                continue;
+            };
+            let sizes_known = !built.kernel.allocates_outputs();
             for (slot, (dtype, shape)) in node.outputs.iter().zip(&built.outputs) {
-                let elements = crate::ir::numel(shape).map_err(|_| {
-                    Error::new(
-                        Status::UnsupportedShape,
-                        format!(
-                            "{}: output shape {shape:?} has too many elements",
-                            node.describe()
-                        ),
-                    )
-                })?;
-                let bytes = elements
-                    .checked_mul(dtype.size().unwrap_or(1))
-                    .filter(|&b| b as u64 <= memory_limit())
-                    .ok_or_else(|| {
-                        Error::new(
-                            Status::NoSystemMemory,
-                            format!(
-                                "{}: an output of shape {shape:?} does not fit in memory",
-                                node.describe()
-                            ),
-                        )
-                    })?;
-                total_bytes = total_bytes.saturating_add(bytes as u64);
+                if sizes_known {
+                    value_bytes(node, *dtype, shape)?;
+                }
                 if let Some(id) = slot {
-                    check_declared(graph, *id, *dtype, shape)
-                        .map_err(|e| e.context(node.describe()))?;
-                    types[*id] = Some((*dtype, shape.clone()));
+                    if sizes_known {
+                        check_declared(graph, *id, *dtype, shape)
+                            .map_err(|e| e.context(node.describe()))?;
+                        types[*id] = Some(Known::Static(*dtype, shape.clone()));
+                    } else {
+                        types[*id] = Some(Known::Dynamic);
+                    }
                 }
             }
             let all_known = node
@@ -150,36 +321,33 @@ impl Plan {
                     .outputs
                     .iter()
                     .map(|(dt, shape)| {
+                        let len = if sizes_known {
+                            shape.iter().product()
+                        } else {
+                            0
+                        };
                         Ok(Tensor {
                             shape: shape.clone(),
-                            data: TensorData::zeros(*dt, shape.iter().product())?,
+                            data: TensorData::zeros(*dt, len)?,
                         })
                     })
                     .collect::<Result<Vec<_>>>()?;
                 built.kernel.run(&ins, &mut outs)?;
                 for (slot, t) in node.outputs.iter().zip(outs) {
                     if let Some(id) = slot {
+                        types[*id] = Some(Known::Static(t.dtype(), t.shape.clone()));
                         constants[*id] = Some(Arc::new(t));
                     }
                 }
             } else {
                 steps.push(Step {
                     node: index,
-                    kernel: built.kernel,
+                    kernel: StepKernel::Static(built.kernel),
                     inputs: node.inputs.clone(),
                     outputs: node.outputs.clone(),
                     frees: Vec::new(),
                 });
             }
-        }
-
-        if total_bytes > memory_limit() {
-            return Err(Error::new(
-                Status::NoSystemMemory,
-                format!(
-                    "the graph's values need {total_bytes} bytes, more than this machine's memory"
-                ),
-            ));
         }
 
         // Liveness: the last step that reads (or, for dead outputs, writes) each value.
@@ -203,31 +371,70 @@ impl Plan {
             }
         }
 
+        let peak_bytes = liveness_peak(&steps, &types, graph);
+        if peak_bytes > memory_limit() {
+            return Err(Error::new(
+                Status::NoSystemMemory,
+                format!(
+                    "the graph needs {peak_bytes} bytes of intermediate values at once, more than this machine's memory"
+                ),
+            ));
+        }
+
         Ok(Plan {
             steps,
             constants,
             types,
-            inputs: fed,
+            inputs: graph.inputs.clone(),
             outputs: graph.outputs.clone(),
+        peak_bytes,
         })
     }
 
-    /// The shapes of the graph outputs.
-    pub fn output_shapes(&self) -> Vec<Vec<usize>> {
+    /// The shapes of the graph outputs; `None` for one that a run decides.
+    pub fn output_shapes(&self) -> Vec<Option<Vec<usize>>> {
         self.outputs
             .iter()
-            .map(|&o| {
-                self.types[o]
-                    .as_ref()
-                    .map(|t| t.1.clone())
-                    .unwrap_or_default()
+            .map(|&o| match &self.types[o] {
+                Some(Known::Static(_, shape)) => Some(shape.clone()),
+                _ => None,
             })
             .collect()
     }
+
+    /// How many steps are built at run time.
+    pub fn deferred_steps(&self) -> usize {
+        self.steps
+            .iter()
+            .filter(|s| matches!(s.kernel, StepKernel::Deferred(_)))
+            .count()
+    }
+}
+
+/// The most bytes of static values alive at once: graph inputs, then each step's outputs
+/// allocated before its dying values are freed.
+fn liveness_peak(steps: &[Step], types: &[Option<Known>], graph: &Graph) -> u64 {
+    let bytes = |id: ValueId| match &types[id] {
+        Some(Known::Static(dt, shape)) => (shape.iter().product::<usize>() as u64)
+            .saturating_mul(dt.size().unwrap_or(1) as u64),
+        _ => 0,
+    };
+    let mut live: u64 = graph.inputs.iter().map(|&i| bytes(i)).sum();
+    let mut peak = live;
+    for step in steps {
+        for id in step.outputs.iter().flatten() {
+            live = live.saturating_add(bytes(*id));
+        }
+        peak = peak.max(live);
+        for id in &step.frees {
+            live = live.saturating_sub(bytes(*id));
+        }
+    }
+    peak
 }
 
 /// The most memory a plan may ask for: the machine's physical memory (1 TiB if unknown).
-fn memory_limit() -> u64 {
+pub fn memory_limit() -> u64 {
     match crate::backend::cpu_info().memory_bytes {
         0 => 1 << 40,
         m => m,
@@ -235,7 +442,7 @@ fn memory_limit() -> u64 {
 }
 
 /// Compares an inferred output type with what the model declared for that value.
-fn check_declared(graph: &Graph, id: ValueId, dtype: DataType, shape: &[usize]) -> Result<()> {
+pub fn check_declared(graph: &Graph, id: ValueId, dtype: DataType, shape: &[usize]) -> Result<()> {
     let value = &graph.values[id];
     let Some(decl) = &value.declared else {
         return Ok(());

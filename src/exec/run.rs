@@ -1,82 +1,120 @@
-//! Running a plan: values live in a table indexed by value id; float buffers of dead values go
-//! back to a free list and are reused by later steps (and by later runs).
+//! Running a plan: values live in a table indexed by value id; the storage of dead values goes
+//! back to a typed buffer pool and is reused by later steps (and by later runs).
 
-use super::plan::Plan;
+use super::plan::{BuildEnv, Known, Plan, StepKernel};
 use crate::error::{Error, Result, Status};
-use crate::ir::{DataType, Tensor, TensorData};
+use crate::ir::{DataType, Tensor, TensorData, Value};
 
-/// Takes a float buffer of `len` elements from the free list (best fit), or allocates one.
-fn take_buffer(free: &mut Vec<Vec<f32>>, len: usize) -> Vec<f32> {
-    let best = free
-        .iter()
-        .enumerate()
-        .filter(|(_, b)| b.capacity() >= len)
-        .min_by_key(|(_, b)| b.capacity())
-        .map(|(i, _)| i);
-    let mut buf = match best {
-        Some(i) => free.swap_remove(i),
-        None => Vec::with_capacity(len),
-    };
-    buf.clear();
-    buf.resize(len, 0.0);
-    buf
+/// Storage of dead values, kept for reuse.
+#[derive(Default)]
+pub struct BufferPool {
+    free: Vec<TensorData>,
 }
 
-/// Runs `plan` on the fed inputs; `free` is the pool of reusable float buffers.
-pub fn run(plan: &Plan, inputs: Vec<Tensor>, free: &mut Vec<Vec<f32>>) -> Result<Vec<Tensor>> {
-    let mut values: Vec<Option<Tensor>> = vec![None; plan.types.len()];
-    for (slot, t) in plan.inputs.iter().zip(inputs) {
-        if let Some(id) = slot {
-            values[*id] = Some(t);
+impl BufferPool {
+    /// Zeroed storage of `len` elements of `dtype`: the best-fitting free buffer of that type,
+    /// or a fresh (fallible) allocation.
+    pub fn take(&mut self, dtype: DataType, len: usize) -> Result<TensorData> {
+        let best = self
+            .free
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| b.dtype() == dtype && b.capacity() >= len)
+            .min_by_key(|(_, b)| b.capacity())
+            .map(|(i, _)| i);
+        match best {
+            Some(i) => {
+                let mut data = self.free.swap_remove(i);
+                data.reset(len)?;
+                Ok(data)
+            }
+            None => TensorData::zeros(dtype, len),
         }
+    }
+
+    /// Gives storage back.
+    pub fn give(&mut self, data: TensorData) {
+        if data.capacity() > 0 {
+            self.free.push(data);
+        }
+    }
+
+    /// Whether nothing is kept.
+    pub fn is_empty(&self) -> bool {
+        self.free.is_empty()
+    }
+}
+
+fn internal(msg: &str) -> Error {
+    Error::new(Status::InternalError, msg.to_string())
+}
+
+/// Runs `plan` on the graph inputs (in plan order); `pool` holds reusable storage.
+pub fn run(
+    env: &BuildEnv,
+    plan: &Plan,
+    inputs: Vec<Tensor>,
+    pool: &mut BufferPool,
+) -> Result<Vec<Tensor>> {
+    let mut values: Vec<Option<Value>> = vec![None; plan.types.len()];
+    for (&id, t) in plan.inputs.iter().zip(inputs) {
+        values[id] = Some(Value::Tensor(t));
     }
     for step in &plan.steps {
         let mut outs = Vec::with_capacity(step.outputs.len());
-        for id in step.outputs.iter().flatten() {
-            let (dtype, shape) = plan.types[*id]
-                .as_ref()
-                .ok_or_else(|| Error::new(Status::InternalError, "output without a type"))?;
-            let len = shape.iter().product();
-            let data = if *dtype == DataType::F32 {
-                TensorData::F32(take_buffer(free, len))
-            } else {
-                TensorData::zeros(*dtype, len)?
-            };
-            outs.push(Tensor {
-                shape: shape.clone(),
-                data,
-            });
-        }
         {
             let ins: Vec<Option<&Tensor>> = step
                 .inputs
                 .iter()
-                .map(|slot| {
-                    slot.and_then(|id| values[id].as_ref().or(plan.constants[id].as_deref()))
+                .map(|slot| match slot {
+                    None => Ok(None),
+                    Some(id) => match (&values[*id], &plan.constants[*id]) {
+                        (Some(v), _) => v.as_tensor().map(Some),
+                        (None, Some(c)) => Ok(Some(&**c)),
+                        (None, None) => Err(internal("a step input was not computed")),
+                    },
                 })
-                .collect();
-            if ins
-                .iter()
-                .zip(&step.inputs)
-                .any(|(t, slot)| slot.is_some() && t.is_none())
-            {
-                return Err(Error::new(
-                    Status::InternalError,
-                    "a step input was not computed",
-                ));
+                .collect::<Result<_>>()?;
+            let memo;
+            let (kernel, shapes): (&dyn crate::ops::Kernel, Option<&[(DataType, Vec<usize>)]>) =
+                match &step.kernel {
+                    StepKernel::Static(k) => (k.as_ref(), None),
+                    StepKernel::Deferred(cell) => {
+                        memo = env.build_at_run_time(step, cell, &ins, &plan.constants)?;
+                        (memo.kernel.as_ref(), Some(&memo.outputs))
+                    }
+                };
+            let allocates = kernel.allocates_outputs();
+            for (i, slot) in step.outputs.iter().enumerate() {
+                let Some(id) = slot else { continue };
+                let (dtype, shape) = match shapes {
+                    Some(s) => {
+                        let (d, sh) = s.get(i).ok_or_else(|| internal("output missing"))?;
+                        (*d, sh.clone())
+                    }
+                    None => match &plan.types[*id] {
+                        Some(Known::Static(d, sh)) => (*d, sh.clone()),
+                        _ => return Err(internal("output without a type")),
+                    },
+                };
+                let len = if allocates {
+                    0
+                } else {
+                    shape.iter().product()
+                };
+                outs.push(Tensor {
+                    shape,
+                    data: pool.take(dtype, len)?,
+                });
             }
-            step.kernel.run(&ins, &mut outs)?;
+            kernel.run(&ins, &mut outs)?;
         }
         for (id, t) in step.outputs.iter().flatten().zip(outs) {
-            values[*id] = Some(t);
+            values[*id] = Some(Value::Tensor(t));
         }
         for id in &step.frees {
-            if let Some(Tensor {
-                data: TensorData::F32(buf),
-                ..
-            }) = values[*id].take()
-            {
-                free.push(buf);
+            if let Some(Value::Tensor(t)) = values[*id].take() {
+                pool.give(t.data);
             }
         }
     }
@@ -84,17 +122,20 @@ pub fn run(plan: &Plan, inputs: Vec<Tensor>, free: &mut Vec<Vec<f32>>) -> Result
     for (i, &id) in plan.outputs.iter().enumerate() {
         let t = if let Some(j) = plan.outputs[..i].iter().position(|&o| o == id) {
             result[j].clone()
-        } else if let Some(t) = values[id].take() {
-            t
+        } else if let Some(v) = values[id].take() {
+            v.into_tensor()?
         } else if let Some(c) = &plan.constants[id] {
-            (**c).clone()
+            Tensor::clone(c)
         } else {
-            return Err(Error::new(
-                Status::InternalError,
-                "an output was not computed",
-            ));
+            return Err(internal("an output was not computed"));
         };
         result.push(t);
+    }
+    // Graph inputs that are not outputs go back to the pool too.
+    for v in values.into_iter().flatten() {
+        if let Value::Tensor(t) = v {
+            pool.give(t.data);
+        }
     }
     Ok(result)
 }

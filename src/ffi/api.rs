@@ -8,7 +8,7 @@ use super::io::{read_descriptors, read_tensor, write_tensor, Described};
 use super::types::*;
 use crate::backend::{Backend, Settings};
 use crate::error::{Error, Result, Status};
-use crate::graph::{compile_executable, Binding, BoundTensor, Graph};
+use crate::graph::{check_compatibility, Binding, BoundTensor, Graph};
 use crate::ir::{Tensor, Weight};
 use crate::sync::event::{Event, Outcome};
 use std::ffi::CStr;
@@ -181,7 +181,7 @@ pub unsafe extern "C" fn onnxGetBackendCompatibility(
         backend_id(backendID)?;
         // SAFETY: the caller gives `onnxModelSize` readable bytes.
         let bytes = unsafe { model_bytes(onnxModelSize, onnxModel) }?;
-        compile_executable(bytes, Vec::new())?;
+        check_compatibility(bytes)?;
         Ok(Status::Success)
     })
 }
@@ -238,11 +238,12 @@ pub unsafe extern "C" fn onnxInitEvent(backend_: onnxBackend, event: *mut onnxEv
     })
 }
 
-/// Signals an event; a second signal is INVALID_STATE.
+/// Signals an event; a second signal is INVALID_STATE, and so is signalling an output event
+/// that `onnxRunGraph` made (its run signals it when the outputs are written).
 #[no_mangle]
 pub unsafe extern "C" fn onnxSignalEvent(event_: onnxEvent) -> onnxStatus {
     guard(|| {
-        event(event_)?.signal_success()?;
+        event(event_)?.signal_by_caller()?;
         Ok(Status::Success)
     })
 }
@@ -425,22 +426,20 @@ fn bind(g: &Graph, inputs: Vec<Described>, outputs: Vec<Described>) -> Result<Bi
     let inputs: Vec<BoundTensor> = bound_in.into_iter().flatten().collect();
     let outputs: Vec<BoundTensor> = bound_out.into_iter().flatten().collect();
     let shapes: Vec<Vec<usize>> = inputs.iter().map(|b| b.shape.clone()).collect();
-    match exe.output_shapes(&shapes)? {
-        Some(expected) => {
-            for ((b, spec), want) in outputs.iter().zip(exe.outputs()).zip(expected) {
-                if b.shape != want {
-                    return Err(err(
-                        Status::MismatchingShape,
-                        format!(
-                            "output '{}' has shape {want:?}, the descriptor says {:?}",
-                            spec.name, b.shape
-                        ),
-                    ));
-                }
+    let expected = exe.output_shapes(&shapes)?;
+    for ((b, spec), want) in outputs.iter().zip(exe.outputs()).zip(expected) {
+        match want {
+            Some(want) if b.shape != want => {
+                return Err(err(
+                    Status::MismatchingShape,
+                    format!(
+                        "output '{}' has shape {want:?}, the descriptor says {:?}",
+                        spec.name, b.shape
+                    ),
+                ))
             }
-        }
-        None => {
-            for (b, spec) in outputs.iter().zip(exe.outputs()) {
+            // Decided by the run: the rank must still agree with the declaration.
+            None => {
                 if let Some(dims) = &spec.declared.dims {
                     if dims.len() != b.shape.len() {
                         return Err(err(
@@ -455,6 +454,7 @@ fn bind(g: &Graph, inputs: Vec<Described>, outputs: Vec<Described>) -> Result<Bi
                     }
                 }
             }
+            Some(_) => {}
         }
     }
     Ok(Binding { inputs, outputs })
@@ -558,7 +558,13 @@ unsafe fn read_fence(f: *const onnxMemoryFenceV1, which: &str) -> Result<onnxMem
 }
 
 /// Queues a run of `g` with `binding`, started when `input` is signalled; signals `output`.
-fn queue_run(g: &Arc<Graph>, binding: Arc<Binding>, input: &Event, output: Arc<Event>) {
+/// Fails with INVALID_GRAPH when the graph is being released.
+fn queue_run(
+    g: &Arc<Graph>,
+    binding: Arc<Binding>,
+    input: &Event,
+    output: Arc<Event>,
+) -> Result<()> {
     let graph = g.clone();
     g.queue.submit(
         input,
@@ -582,11 +588,11 @@ fn queue_run(g: &Arc<Graph>, binding: Arc<Binding>, input: &Event, output: Arc<E
                     message: e.message,
                 },
             };
-            // Only this run signals the fresh output event (unless the caller did so against
-            // the header's advice; then the caller's signal stands).
+            // Only this run signals its output event: the caller's onnxSignalEvent on it is
+            // refused, so this signal cannot fail.
             let _ = output.signal(outcome);
         }),
-    );
+    )
 }
 
 /// The body of a run, on a pool thread once its input fence fired: read the inputs, compute,
@@ -618,6 +624,8 @@ fn execute(g: &Graph, binding: &Binding, fence: Option<Outcome>) -> Result<()> {
 }
 
 /// Creates the output event, queues the run and stores the event in the caller's output fence.
+/// When the graph is released meanwhile, nothing is queued, the fence is left untouched and the
+/// answer is INVALID_GRAPH.
 ///
 /// # Safety
 /// `output_fence` points to a writable fence whose tag was checked.
@@ -626,12 +634,13 @@ unsafe fn start_run(
     binding: Arc<Binding>,
     input: &Event,
     output_fence: *mut onnxMemoryFenceV1,
-) {
-    let output = Arc::new(Event::new());
-    queue_run(g, binding, input, output.clone());
+) -> Result<()> {
+    let output = Arc::new(Event::for_run());
+    queue_run(g, binding, input, output.clone())?;
     let handle = EVENTS.insert(output);
     // SAFETY: as stated for this function; only the event member is written.
     unsafe { std::ptr::addr_of_mut!((*output_fence).event).write_unaligned(handle) };
+    Ok(())
 }
 
 /// Starts an asynchronous run: validates, creates the output event, queues the run and returns
@@ -656,19 +665,20 @@ pub unsafe extern "C" fn onnxRunGraph(
             )
         })?;
         // SAFETY: `outputFence` was read (non-NULL, tagged) by `read_fence` above.
-        unsafe { start_run(&g, binding, &input, outputFence) };
+        unsafe { start_run(&g, binding, &input, outputFence) }?;
         Ok(Status::Success)
     })
 }
 
-/// Destroys a graph, waiting for its in-flight runs.
+/// Destroys a graph, waiting for its in-flight runs. A run racing this call is either finished
+/// before it returns or refused with INVALID_GRAPH.
 #[no_mangle]
 pub unsafe extern "C" fn onnxReleaseGraph(graph: onnxGraph) -> onnxStatus {
     guard(|| {
         let g = GRAPHS
             .remove(graph)
             .ok_or_else(|| err(Status::InvalidGraph, "not a live graph"))?;
-        g.queue.drain();
+        g.queue.close_and_drain();
         Ok(Status::Success)
     })
 }
@@ -702,7 +712,7 @@ pub unsafe extern "C" fn onnxSetIOAndRunGraph(
         let ready = Arc::new(Event::new());
         ready.signal_success()?;
         // SAFETY: `outputFence` was read (non-NULL, tagged) by `read_fence` above.
-        unsafe { start_run(&g, binding, &ready, outputFence) };
+        unsafe { start_run(&g, binding, &ready, outputFence) }?;
         Ok(Status::Success)
     })
 }

@@ -1,6 +1,6 @@
 //! Import of a decoded `ModelProto` (and weights passed beside it) into a [`Graph`].
 
-use super::{Attr, Dim, Graph, Node, Tensor, TensorType, Value, ValueId};
+use super::{Attr, Dim, Graph, Node, Tensor, TensorType, ValueId, ValueInfo};
 use crate::error::{Error, Result, Status};
 use crate::ir::DataType;
 use crate::model::onnx::{self, attribute_proto::AttributeType, type_proto, ModelProto};
@@ -58,7 +58,7 @@ pub fn import(model: &ModelProto, weights: Vec<Weight>) -> Result<Graph> {
         ));
     }
 
-    let mut values: Vec<Value> = Vec::new();
+    let mut values: Vec<ValueInfo> = Vec::new();
     let mut by_name: HashMap<String, ValueId> = HashMap::new();
     let mut declared: HashMap<&str, &onnx::ValueInfoProto> = HashMap::new();
     for vi in g.input.iter().chain(&g.output).chain(&g.value_info) {
@@ -97,7 +97,7 @@ pub fn import(model: &ModelProto, weights: Vec<Weight>) -> Result<Graph> {
 
     let mut inputs = Vec::new();
     let define = |name: &str,
-                  values: &mut Vec<Value>,
+                  values: &mut Vec<ValueInfo>,
                   by_name: &mut HashMap<String, ValueId>|
      -> Result<ValueId> {
         if name.is_empty() {
@@ -110,7 +110,7 @@ pub fn import(model: &ModelProto, weights: Vec<Weight>) -> Result<Graph> {
             Some(vi) => tensor_type_of(vi)?,
             None => None,
         };
-        values.push(Value {
+        values.push(ValueInfo {
             name: name.to_string(),
             declared: decl,
             constant: None,

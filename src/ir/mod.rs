@@ -2,11 +2,15 @@
 //! a `ModelProto` (plus weights passed beside it).
 #![forbid(unsafe_code)]
 
+mod elem;
 pub mod import;
 mod tensor;
+mod value;
 
+pub use elem::Elem;
 pub use import::{import, Weight};
-pub use tensor::{numel, DataType, Tensor, TensorData};
+pub use tensor::{numel, try_filled, DataType, Tensor, TensorData};
+pub use value::Value;
 
 use std::collections::BTreeMap;
 
@@ -110,7 +114,7 @@ impl Node {
 
 /// A value of the graph: a graph input, a weight, or a node output.
 #[derive(Clone, Debug)]
-pub struct Value {
+pub struct ValueInfo {
     /// Its name in the model.
     pub name: String,
     /// Declared type, if the model gave one.
@@ -123,7 +127,7 @@ pub struct Value {
 #[derive(Clone, Debug)]
 pub struct Graph {
     /// Every value.
-    pub values: Vec<Value>,
+    pub values: Vec<ValueInfo>,
     /// Nodes in a topological order.
     pub nodes: Vec<Node>,
     /// Graph inputs the caller must bind (weights excluded).

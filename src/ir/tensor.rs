@@ -1,5 +1,6 @@
 //! Element types and dense tensors.
 
+use super::elem::Elem;
 use crate::error::{Error, Result, Status};
 use crate::model::onnx::TensorProto;
 
@@ -91,15 +92,29 @@ impl DataType {
 
     /// Whether tensors of this type can be held by [`TensorData`].
     pub fn is_stored(self) -> bool {
+        !matches!(self, DataType::Other(_))
+    }
+
+    /// Whether this is a floating-point type (f16, bf16, f32, f64).
+    pub fn is_float(self) -> bool {
         matches!(
             self,
-            DataType::F32
-                | DataType::F64
-                | DataType::I8
+            DataType::F32 | DataType::F64 | DataType::F16 | DataType::BF16
+        )
+    }
+
+    /// Whether this is an integer type (signed or unsigned, any width).
+    pub fn is_integer(self) -> bool {
+        matches!(
+            self,
+            DataType::I8
                 | DataType::U8
+                | DataType::I16
+                | DataType::U16
                 | DataType::I32
+                | DataType::U32
                 | DataType::I64
-                | DataType::Bool
+                | DataType::U64
         )
     }
 
@@ -119,148 +134,163 @@ impl DataType {
             DataType::Bool => "bool".into(),
             DataType::F16 => "float16".into(),
             DataType::BF16 => "bfloat16".into(),
+            DataType::Other(8) => "string".into(),
+            DataType::Other(14) => "complex64".into(),
+            DataType::Other(15) => "complex128".into(),
+            DataType::Other(17) => "float8e4m3fn".into(),
+            DataType::Other(18) => "float8e4m3fnuz".into(),
+            DataType::Other(19) => "float8e5m2".into(),
+            DataType::Other(20) => "float8e5m2fnuz".into(),
+            DataType::Other(21) => "uint4".into(),
+            DataType::Other(22) => "int4".into(),
+            DataType::Other(23) => "float4e2m1".into(),
             DataType::Other(c) => format!("type#{c}"),
         }
     }
 }
 
-/// Typed element storage.
-#[derive(Clone, Debug, PartialEq)]
-pub enum TensorData {
-    /// 32-bit floats.
-    F32(Vec<f32>),
-    /// 64-bit floats.
-    F64(Vec<f64>),
-    /// 8-bit signed integers.
-    I8(Vec<i8>),
-    /// 8-bit unsigned integers.
-    U8(Vec<u8>),
-    /// 32-bit signed integers.
-    I32(Vec<i32>),
-    /// 64-bit signed integers.
-    I64(Vec<i64>),
-    /// Booleans.
-    Bool(Vec<bool>),
-}
+/// Generates [`TensorData`] and its per-variant methods from one list of (variant, Rust type).
+macro_rules! tensor_data {
+    ($($variant:ident $t:ty),+) => {
+        /// Typed element storage: one vector per stored ONNX element type.
+        #[derive(Clone, Debug, PartialEq)]
+        pub enum TensorData {
+            $(
+                #[doc = concat!("Elements of type `", stringify!($t), "`.")]
+                $variant(Vec<$t>),
+            )+
+        }
 
-/// Applies `$body` to the vector inside any [`TensorData`] variant, rebuilding the same variant.
-#[macro_export]
-macro_rules! map_tensor_data {
-    ($data:expr, $v:ident => $body:expr) => {
-        match $data {
-            $crate::ir::TensorData::F32($v) => $crate::ir::TensorData::F32($body),
-            $crate::ir::TensorData::F64($v) => $crate::ir::TensorData::F64($body),
-            $crate::ir::TensorData::I8($v) => $crate::ir::TensorData::I8($body),
-            $crate::ir::TensorData::U8($v) => $crate::ir::TensorData::U8($body),
-            $crate::ir::TensorData::I32($v) => $crate::ir::TensorData::I32($body),
-            $crate::ir::TensorData::I64($v) => $crate::ir::TensorData::I64($body),
-            $crate::ir::TensorData::Bool($v) => $crate::ir::TensorData::Bool($body),
+        /// Applies `$body` to the vector inside any [`TensorData`] variant, rebuilding the same
+        /// variant.
+        #[macro_export]
+        macro_rules! map_tensor_data {
+            ($data:expr, $v:ident => $body:expr) => {
+                match $data {
+                    $($crate::ir::TensorData::$variant($v) => $crate::ir::TensorData::$variant($body),)+
+                }
+            };
+        }
+
+        impl TensorData {
+            /// The element type.
+            pub fn dtype(&self) -> DataType {
+                match self {
+                    $(TensorData::$variant(_) => DataType::$variant,)+
+                }
+            }
+
+            /// Number of elements.
+            pub fn len(&self) -> usize {
+                match self {
+                    $(TensorData::$variant(v) => v.len(),)+
+                }
+            }
+
+            /// Number of elements the storage holds without reallocating.
+            pub fn capacity(&self) -> usize {
+                match self {
+                    $(TensorData::$variant(v) => v.capacity(),)+
+                }
+            }
+
+            /// Zero-filled storage of a type and length; NO_SYSTEM_MEMORY instead of aborting
+            /// when the allocation fails.
+            pub fn zeros(dtype: DataType, len: usize) -> Result<TensorData> {
+                match dtype {
+                    $(DataType::$variant => Ok(TensorData::$variant(try_filled(len)?)),)+
+                    other => Err(unsupported_type(other)),
+                }
+            }
+
+            /// Resizes in place to `len` zero elements, keeping the allocation when it is large
+            /// enough (fallible like [`TensorData::zeros`]).
+            pub fn reset(&mut self, len: usize) -> Result<()> {
+                match self {
+                    $(TensorData::$variant(v) => refill(v, len),)+
+                }
+            }
+
+            /// Decodes little-endian bytes.
+            pub fn from_le_bytes(dtype: DataType, bytes: &[u8]) -> Result<TensorData> {
+                match dtype {
+                    $(DataType::$variant => Ok(TensorData::$variant(decode_le::<$t>(bytes)?)),)+
+                    other => Err(unsupported_type(other)),
+                }
+            }
+
+            /// Encodes as little-endian bytes into `out` (which must have the exact size).
+            pub fn write_le_bytes(&self, out: &mut [u8]) {
+                match self {
+                    $(TensorData::$variant(v) => encode_le(v, out),)+
+                }
+            }
         }
     };
 }
 
+tensor_data!(
+    F32 f32, F64 f64, F16 half::f16, BF16 half::bf16, I8 i8, U8 u8, I16 i16, U16 u16, I32 i32,
+    U32 u32, I64 i64, U64 u64, Bool bool
+);
+
+fn unsupported_type(t: DataType) -> Error {
+    Error::new(
+        Status::UnsupportedDatatype,
+        format!("tensors of type {} are not supported", t.name()),
+    )
+}
+
+fn out_of_memory(elements: usize) -> Error {
+    Error::new(
+        Status::NoSystemMemory,
+        format!("cannot allocate a tensor of {elements} elements"),
+    )
+}
+
+/// `len` default elements, allocated fallibly.
+pub fn try_filled<T: Clone + Default>(len: usize) -> Result<Vec<T>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(len).map_err(|_| out_of_memory(len))?;
+    v.resize(len, T::default());
+    Ok(v)
+}
+
+fn refill<T: Clone + Default>(v: &mut Vec<T>, len: usize) -> Result<()> {
+    v.clear();
+    v.try_reserve_exact(len).map_err(|_| out_of_memory(len))?;
+    v.resize(len, T::default());
+    Ok(())
+}
+
+fn decode_le<T: Elem>(bytes: &[u8]) -> Result<Vec<T>> {
+    if !bytes.len().is_multiple_of(T::SIZE) {
+        return Err(Error::new(
+            Status::InvalidModel,
+            format!(
+                "{} bytes is not a whole number of {} elements",
+                bytes.len(),
+                T::DTYPE.name()
+            ),
+        ));
+    }
+    let mut v = Vec::new();
+    v.try_reserve_exact(bytes.len() / T::SIZE)
+        .map_err(|_| out_of_memory(bytes.len() / T::SIZE))?;
+    v.extend(bytes.chunks_exact(T::SIZE).map(T::from_le));
+    Ok(v)
+}
+
+fn encode_le<T: Elem>(v: &[T], out: &mut [u8]) {
+    for (dst, &x) in out.chunks_exact_mut(T::SIZE).zip(v) {
+        x.write_le(dst);
+    }
+}
+
 impl TensorData {
-    /// The element type.
-    pub fn dtype(&self) -> DataType {
-        match self {
-            TensorData::F32(_) => DataType::F32,
-            TensorData::F64(_) => DataType::F64,
-            TensorData::I8(_) => DataType::I8,
-            TensorData::U8(_) => DataType::U8,
-            TensorData::I32(_) => DataType::I32,
-            TensorData::I64(_) => DataType::I64,
-            TensorData::Bool(_) => DataType::Bool,
-        }
-    }
-
-    /// Number of elements.
-    pub fn len(&self) -> usize {
-        match self {
-            TensorData::F32(v) => v.len(),
-            TensorData::F64(v) => v.len(),
-            TensorData::I8(v) => v.len(),
-            TensorData::U8(v) => v.len(),
-            TensorData::I32(v) => v.len(),
-            TensorData::I64(v) => v.len(),
-            TensorData::Bool(v) => v.len(),
-        }
-    }
-
     /// Whether there are no elements.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
-    }
-
-    /// Zero-filled storage of a type and length.
-    pub fn zeros(dtype: DataType, len: usize) -> Result<TensorData> {
-        Ok(match dtype {
-            DataType::F32 => TensorData::F32(vec![0.0; len]),
-            DataType::F64 => TensorData::F64(vec![0.0; len]),
-            DataType::I8 => TensorData::I8(vec![0; len]),
-            DataType::U8 => TensorData::U8(vec![0; len]),
-            DataType::I32 => TensorData::I32(vec![0; len]),
-            DataType::I64 => TensorData::I64(vec![0; len]),
-            DataType::Bool => TensorData::Bool(vec![false; len]),
-            other => {
-                return Err(Error::new(
-                    Status::UnsupportedDatatype,
-                    format!("tensors of type {} are not supported", other.name()),
-                ))
-            }
-        })
-    }
-
-    /// Decodes little-endian bytes.
-    pub fn from_le_bytes(dtype: DataType, bytes: &[u8]) -> Result<TensorData> {
-        fn chunks<const N: usize, T>(b: &[u8], f: impl Fn([u8; N]) -> T) -> Vec<T> {
-            b.chunks_exact(N)
-                .map(|c| f(c.try_into().expect("chunk of N")))
-                .collect()
-        }
-        let size = dtype.size().unwrap_or(1);
-        if !bytes.len().is_multiple_of(size) {
-            return Err(Error::new(
-                Status::InvalidModel,
-                format!(
-                    "{} bytes is not a whole number of {} elements",
-                    bytes.len(),
-                    dtype.name()
-                ),
-            ));
-        }
-        Ok(match dtype {
-            DataType::F32 => TensorData::F32(chunks(bytes, f32::from_le_bytes)),
-            DataType::F64 => TensorData::F64(chunks(bytes, f64::from_le_bytes)),
-            DataType::I8 => TensorData::I8(bytes.iter().map(|&b| b as i8).collect()),
-            DataType::U8 => TensorData::U8(bytes.to_vec()),
-            DataType::I32 => TensorData::I32(chunks(bytes, i32::from_le_bytes)),
-            DataType::I64 => TensorData::I64(chunks(bytes, i64::from_le_bytes)),
-            DataType::Bool => TensorData::Bool(bytes.iter().map(|&b| b != 0).collect()),
-            other => {
-                return Err(Error::new(
-                    Status::UnsupportedDatatype,
-                    format!("tensors of type {} are not supported", other.name()),
-                ))
-            }
-        })
-    }
-
-    /// Encodes as little-endian bytes into `out` (which must have the exact size).
-    pub fn write_le_bytes(&self, out: &mut [u8]) {
-        fn put<const N: usize, T: Copy>(v: &[T], out: &mut [u8], f: impl Fn(T) -> [u8; N]) {
-            for (dst, &x) in out.chunks_exact_mut(N).zip(v) {
-                dst.copy_from_slice(&f(x));
-            }
-        }
-        match self {
-            TensorData::F32(v) => put(v, out, f32::to_le_bytes),
-            TensorData::F64(v) => put(v, out, f64::to_le_bytes),
-            TensorData::I8(v) => put(v, out, i8::to_le_bytes),
-            TensorData::U8(v) => out.copy_from_slice(v),
-            TensorData::I32(v) => put(v, out, i32::to_le_bytes),
-            TensorData::I64(v) => put(v, out, i64::to_le_bytes),
-            TensorData::Bool(v) => put(v, out, |b: bool| [b as u8]),
-        }
     }
 }
 
@@ -311,20 +341,50 @@ impl Tensor {
 
     /// The float elements, or an UNSUPPORTED_DATATYPE error.
     pub fn as_f32(&self) -> Result<&[f32]> {
-        match &self.data {
-            TensorData::F32(v) => Ok(v),
-            other => Err(Error::new(
-                Status::UnsupportedDatatype,
-                format!("expected a float tensor, got {}", other.dtype().name()),
-            )),
-        }
+        self.as_slice::<f32>()
     }
 
-    /// The elements as 64-bit integers (for shape-like inputs of type int32/int64).
+    /// The elements as `T`, or an UNSUPPORTED_DATATYPE error naming both types.
+    pub fn as_slice<T: Elem>(&self) -> Result<&[T]> {
+        T::slice(&self.data).ok_or_else(|| {
+            Error::new(
+                Status::UnsupportedDatatype,
+                format!(
+                    "expected a {} tensor, got {}",
+                    T::DTYPE.name(),
+                    self.dtype().name()
+                ),
+            )
+        })
+    }
+
+    /// The elements as `T`, mutably.
+    pub fn as_mut_slice<T: Elem>(&mut self) -> Result<&mut [T]> {
+        let have = self.dtype();
+        T::slice_mut(&mut self.data).ok_or_else(|| {
+            Error::new(
+                Status::InternalError,
+                format!("expected a {} tensor, got {}", T::DTYPE.name(), have.name()),
+            )
+        })
+    }
+
+    /// A tensor of the given shape from a vector of elements.
+    pub fn from_vec<T: Elem>(shape: Vec<usize>, v: Vec<T>) -> Result<Tensor> {
+        Tensor::new(shape, T::into_data(v))
+    }
+
+    /// The elements as 64-bit integers (for shape-like inputs of any integer type).
     pub fn to_i64_vec(&self) -> Result<Vec<i64>> {
         match &self.data {
             TensorData::I64(v) => Ok(v.clone()),
             TensorData::I32(v) => Ok(v.iter().map(|&x| x as i64).collect()),
+            TensorData::I16(v) => Ok(v.iter().map(|&x| x as i64).collect()),
+            TensorData::I8(v) => Ok(v.iter().map(|&x| x as i64).collect()),
+            TensorData::U8(v) => Ok(v.iter().map(|&x| x as i64).collect()),
+            TensorData::U16(v) => Ok(v.iter().map(|&x| x as i64).collect()),
+            TensorData::U32(v) => Ok(v.iter().map(|&x| x as i64).collect()),
+            TensorData::U64(v) => Ok(v.iter().map(|&x| x as i64).collect()),
             other => Err(Error::new(
                 Status::UnsupportedDatatype,
                 format!("expected an integer tensor, got {}", other.dtype().name()),
@@ -370,15 +430,27 @@ impl Tensor {
         let data = if let Some(raw) = &t.raw_data {
             TensorData::from_le_bytes(dtype, raw)?
         } else {
+            let i32s = || t.int32_data.iter();
             match dtype {
                 DataType::F32 => TensorData::F32(t.float_data.clone()),
                 DataType::F64 => TensorData::F64(t.double_data.clone()),
                 DataType::I64 => TensorData::I64(t.int64_data.clone()),
                 DataType::I32 => TensorData::I32(t.int32_data.clone()),
-                DataType::I8 => TensorData::I8(t.int32_data.iter().map(|&x| x as i8).collect()),
-                DataType::U8 => TensorData::U8(t.int32_data.iter().map(|&x| x as u8).collect()),
-                DataType::Bool => TensorData::Bool(t.int32_data.iter().map(|&x| x != 0).collect()),
-                _ => unreachable!("checked by is_stored"),
+                DataType::I16 => TensorData::I16(i32s().map(|&x| x as i16).collect()),
+                DataType::U16 => TensorData::U16(i32s().map(|&x| x as u16).collect()),
+                DataType::I8 => TensorData::I8(i32s().map(|&x| x as i8).collect()),
+                DataType::U8 => TensorData::U8(i32s().map(|&x| x as u8).collect()),
+                DataType::Bool => TensorData::Bool(i32s().map(|&x| x != 0).collect()),
+                // Half types keep their bit patterns in int32_data.
+                DataType::F16 => {
+                    TensorData::F16(i32s().map(|&x| half::f16::from_bits(x as u16)).collect())
+                }
+                DataType::BF16 => {
+                    TensorData::BF16(i32s().map(|&x| half::bf16::from_bits(x as u16)).collect())
+                }
+                DataType::U32 => TensorData::U32(t.uint64_data.iter().map(|&x| x as u32).collect()),
+                DataType::U64 => TensorData::U64(t.uint64_data.clone()),
+                DataType::Other(_) => unreachable!("checked by is_stored"),
             }
         };
         Tensor::new(shape, data).map_err(|e| {

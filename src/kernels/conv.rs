@@ -21,6 +21,7 @@ use super::cpu::{self, Isa};
 use super::gemm::{self, Bias, Epilogue, MatRef, PackedA, PanelSource};
 use super::simd;
 use super::KernelError;
+use std::sync::Arc;
 
 /// Widest GEMM register tile (`nr`) of any ISA: the most pixels one packed panel holds.
 const MAX_NR: usize = 32;
@@ -63,6 +64,11 @@ pub struct Conv2dParams {
 }
 
 impl Conv2dParams {
+    /// Whether every channel is its own group (one filter per channel).
+    pub fn is_depthwise(&self) -> bool {
+        self.groups == self.in_channels && self.groups == self.out_channels
+    }
+
     /// Output height (0 when the dilated kernel is taller than the padded input).
     pub fn out_h(&self) -> usize {
         out_dim(
@@ -128,14 +134,52 @@ fn out_dim(padded: usize, k: usize, d: usize, s: usize) -> usize {
     }
 }
 
+/// A convolution's filters, prepared for its ISA. They depend only on the channels, groups
+/// and kernel size, not on the image size, so one preparation serves every input shape.
+#[derive(Debug)]
+pub enum ConvFilters {
+    /// Depthwise: weights `[c, kh*kw]` as they are.
+    Depthwise(Vec<f32>),
+    /// One prepacked GEMM `A` operand per group.
+    Packed(Vec<PackedA>),
+}
+
+impl ConvFilters {
+    /// Prepares `weights` (`[out_c, in_c/groups, kh, kw]`) for the convolution `p` on `isa`.
+    pub fn prepare(isa: Isa, p: &Conv2dParams, weights: &[f32]) -> Result<Self, KernelError> {
+        p.validate()?;
+        if weights.len() != p.weights_len() {
+            return Err(KernelError::new(format!(
+                "conv2d: {} weights, expected {}",
+                weights.len(),
+                p.weights_len()
+            )));
+        }
+        if p.is_depthwise() {
+            return Ok(ConvFilters::Depthwise(weights.to_vec()));
+        }
+        let ocg = p.out_channels / p.groups;
+        let k = (p.in_channels / p.groups) * p.kernel_h * p.kernel_w;
+        Ok(ConvFilters::Packed(
+            (0..p.groups)
+                .map(|g| {
+                    PackedA::with_isa(
+                        isa,
+                        MatRef::row_major(&weights[g * ocg * k..(g + 1) * ocg * k], ocg, k),
+                    )
+                })
+                .collect(),
+        ))
+    }
+}
+
 /// How a [`Conv2d`] computes.
 #[derive(Clone, Debug)]
 enum Path {
-    /// Per-channel direct loop; weights `[c, kh*kw]`.
-    Depthwise(Vec<f32>),
+    /// Per-channel direct loop.
+    Depthwise,
     /// GEMM per group with prepacked weights (pointwise or im2col).
     Gemm {
-        weights: Vec<PackedA>,
         pointwise: bool,
         /// Per im2col row: where it reads (empty for pointwise).
         krows: Vec<KRow>,
@@ -165,6 +209,7 @@ pub struct Conv2d {
     p: Conv2dParams,
     isa: Isa,
     bias: Option<Vec<f32>>,
+    filters: Arc<ConvFilters>,
     path: Path,
 }
 
@@ -186,14 +231,20 @@ impl Conv2d {
         weights: &[f32],
         bias: Option<&[f32]>,
     ) -> Result<Self, KernelError> {
+        let filters = Arc::new(ConvFilters::prepare(isa, &p, weights)?);
+        Self::with_filters(isa, p, filters, bias)
+    }
+
+    /// A convolution over filters prepared already (shared between convolutions that differ
+    /// only in the image size). `filters` must come from [`ConvFilters::prepare`] for `isa`
+    /// and the same channels, groups and kernel size.
+    pub fn with_filters(
+        isa: Isa,
+        p: Conv2dParams,
+        filters: Arc<ConvFilters>,
+        bias: Option<&[f32]>,
+    ) -> Result<Self, KernelError> {
         p.validate()?;
-        if weights.len() != p.weights_len() {
-            return Err(KernelError::new(format!(
-                "conv2d: {} weights, expected {}",
-                weights.len(),
-                p.weights_len()
-            )));
-        }
         if let Some(b) = bias {
             if b.len() != p.out_channels {
                 return Err(KernelError::new(format!(
@@ -203,20 +254,18 @@ impl Conv2d {
                 )));
             }
         }
-        let depthwise = p.groups == p.in_channels && p.groups == p.out_channels;
-        let path = if depthwise {
-            Path::Depthwise(weights.to_vec())
+        let fits = match &*filters {
+            ConvFilters::Depthwise(w) => p.is_depthwise() && w.len() == p.weights_len(),
+            ConvFilters::Packed(g) => !p.is_depthwise() && g.len() == p.groups,
+        };
+        if !fits {
+            return Err(KernelError::new(
+                "conv2d: the prepared filters belong to another convolution",
+            ));
+        }
+        let path = if p.is_depthwise() {
+            Path::Depthwise
         } else {
-            let ocg = p.out_channels / p.groups;
-            let k = (p.in_channels / p.groups) * p.kernel_h * p.kernel_w;
-            let weights = (0..p.groups)
-                .map(|g| {
-                    PackedA::with_isa(
-                        isa,
-                        MatRef::row_major(&weights[g * ocg * k..(g + 1) * ocg * k], ocg, k),
-                    )
-                })
-                .collect();
             let pointwise = p.kernel_h == 1
                 && p.kernel_w == 1
                 && p.stride_h == 1
@@ -248,7 +297,6 @@ impl Conv2d {
                     Box::new((pp, rows))
                 });
             Path::Gemm {
-                weights,
                 pointwise,
                 krows,
                 padded,
@@ -258,6 +306,7 @@ impl Conv2d {
             p,
             isa,
             bias: bias.map(<[f32]>::to_vec),
+            filters,
             path,
         })
     }
@@ -276,19 +325,24 @@ impl Conv2d {
         if output.is_empty() {
             return;
         }
-        match &self.path {
-            Path::Depthwise(w) => self.run_depthwise(w, input, output, activation),
-            Path::Gemm {
-                weights,
-                pointwise,
-                krows,
-                padded,
-            } => {
+        match (&self.path, &*self.filters) {
+            (Path::Depthwise, ConvFilters::Depthwise(w)) => {
+                self.run_depthwise(w, input, output, activation)
+            }
+            (
+                Path::Gemm {
+                    pointwise,
+                    krows,
+                    padded,
+                },
+                ConvFilters::Packed(weights),
+            ) => {
                 let padded = padded.as_deref().map(|(pp, rows)| (pp, &rows[..]));
                 self.run_gemm(
                     weights, *pointwise, krows, padded, input, output, activation,
                 )
             }
+            _ => unreachable!("with_filters checks that the filters fit the path"),
         }
     }
 

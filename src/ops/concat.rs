@@ -2,7 +2,7 @@
 
 use super::{BuildCtx, Built, Kernel, OpDef, ANY};
 use crate::error::{Error, Result, Status};
-use crate::ir::{Tensor, TensorData};
+use crate::ir::Tensor;
 
 /// The `Concat` operator.
 pub static DEF: OpDef = OpDef {
@@ -33,38 +33,20 @@ fn gather<T: Copy>(parts: &[&[T]], chunks: &[usize], out: &mut [T]) {
     }
 }
 
-macro_rules! concat_variant {
-    ($inputs:expr, $out:expr, $chunks:expr, $($variant:ident),+) => {
-        match $out {
-            $(TensorData::$variant(out) => {
-                let mut parts = Vec::with_capacity($inputs.len());
-                for t in $inputs {
-                    match t.map(|t| &t.data) {
-                        Some(TensorData::$variant(v)) => parts.push(v.as_slice()),
-                        _ => return Err(Error::new(Status::InternalError, "Concat input type changed")),
-                    }
-                }
-                gather(&parts, $chunks, out);
-            })+
-        }
-    };
-}
-
 impl Kernel for ConcatKernel {
     fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor]) -> Result<()> {
-        concat_variant!(
-            inputs,
-            &mut outputs[0].data,
-            &self.chunks,
-            F32,
-            F64,
-            I8,
-            U8,
-            I32,
-            I64,
-            Bool
-        );
-        Ok(())
+        let dtype = outputs[0].dtype();
+        crate::dispatch_stored!(dtype, T => {
+            let parts = inputs
+                .iter()
+                .map(|t| {
+                    t.ok_or_else(|| Error::new(Status::InternalError, "Concat input missing"))?
+                        .as_slice::<T>()
+                })
+                .collect::<Result<Vec<&[T]>>>()?;
+            gather(&parts, &self.chunks, outputs[0].as_mut_slice::<T>()?);
+            Ok(())
+        }, other => Err(Error::new(Status::UnsupportedDatatype, format!("Concat of {}", other.name()))))
     }
 }
 

@@ -7,7 +7,7 @@ use super::{BuildCtx, Built, Kernel, OpDef, FLOAT};
 use crate::error::{Error, Result, Status};
 use crate::ir::{DataType, Tensor};
 use crate::kernels::activation::Activation;
-use crate::kernels::conv::{Conv2d, Conv2dParams};
+use crate::kernels::conv::{Conv2d, Conv2dParams, ConvFilters};
 
 /// The `Conv` operator.
 pub static DEF: OpDef = OpDef {
@@ -164,7 +164,16 @@ fn build_with(ctx: &BuildCtx, activation: Activation) -> Result<Built> {
     };
     let pack = |b: Option<&[f32]>| -> Result<Weights> {
         let wt = w.constant.expect("checked by the caller").as_f32()?;
-        Conv2d::new(params, wt, b)
+        let isa = crate::kernels::cpu::isa();
+        let tag = format!(
+            "conv-filters {isa:?} m{m} c{c} g{group} k{}x{}",
+            params.kernel_h, params.kernel_w
+        );
+        let filters = ctx.prepared(1, &tag, || {
+            ConvFilters::prepare(isa, &params, wt)
+                .map_err(|e| ctx.err(Status::InvalidModel, e.message))
+        })?;
+        Conv2d::with_filters(isa, params, filters, b)
             .map(Weights::Packed)
             .map_err(|e| ctx.err(Status::InvalidModel, e.message))
     };

@@ -1,8 +1,9 @@
-//! `Gather`: picks entries of the data along `axis` by index (indices known while planning).
+//! `Gather`: picks entries of the data along `axis` by index (indices normalised once when they
+//! are constant, at run time otherwise).
 
 use super::{BuildCtx, Built, Kernel, OpDef, ANY};
 use crate::error::{Error, Result, Status};
-use crate::ir::{Tensor, TensorData};
+use crate::ir::{DataType, Tensor};
 
 /// The `Gather` operator.
 pub static DEF: OpDef = OpDef {
@@ -21,19 +22,36 @@ struct GatherKernel {
     axis_len: usize,
     /// Product of the dimensions after `axis`.
     inner: usize,
-    /// Normalised (non-negative) indices, flattened.
-    indices: Vec<usize>,
+    /// Normalised indices, when they were known while planning.
+    indices: Option<Vec<usize>>,
+}
+
+/// Normalises indices against an axis of `len` (negative ones count from the end).
+fn normalise(raw: &[i64], len: usize) -> Result<Vec<usize>> {
+    raw.iter()
+        .map(|&i| {
+            let k = if i < 0 { i + len as i64 } else { i };
+            if k < 0 || k >= len as i64 {
+                Err(Error::new(
+                    Status::InvalidShape,
+                    format!("Gather index {i} is out of range for an axis of size {len}"),
+                ))
+            } else {
+                Ok(k as usize)
+            }
+        })
+        .collect()
 }
 
 impl GatherKernel {
-    fn gather<T: Copy>(&self, data: &[T], out: &mut [T]) {
+    fn gather<T: Copy>(&self, indices: &[usize], data: &[T], out: &mut [T]) {
         let n = self.inner;
         if n == 0 {
             return;
         }
         let mut dst = out.chunks_mut(n);
         for o in 0..self.outer {
-            for &k in &self.indices {
+            for &k in indices {
                 let src = (o * self.axis_len + k) * n;
                 if let Some(d) = dst.next() {
                     d.copy_from_slice(&data[src..src + n]);
@@ -46,17 +64,20 @@ impl GatherKernel {
 impl Kernel for GatherKernel {
     fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor]) -> Result<()> {
         let x = inputs[0].ok_or_else(|| Error::new(Status::InternalError, "missing input"))?;
-        match (&x.data, &mut outputs[0].data) {
-            (TensorData::F32(a), TensorData::F32(o)) => self.gather(a, o),
-            (TensorData::F64(a), TensorData::F64(o)) => self.gather(a, o),
-            (TensorData::I8(a), TensorData::I8(o)) => self.gather(a, o),
-            (TensorData::U8(a), TensorData::U8(o)) => self.gather(a, o),
-            (TensorData::I32(a), TensorData::I32(o)) => self.gather(a, o),
-            (TensorData::I64(a), TensorData::I64(o)) => self.gather(a, o),
-            (TensorData::Bool(a), TensorData::Bool(o)) => self.gather(a, o),
-            _ => return Err(Error::new(Status::InternalError, "Gather type mismatch")),
-        }
-        Ok(())
+        let run_time;
+        let indices = match &self.indices {
+            Some(i) => i,
+            None => {
+                let idx =
+                    inputs[1].ok_or_else(|| Error::new(Status::InternalError, "missing input"))?;
+                run_time = normalise(&idx.to_i64_vec()?, self.axis_len)?;
+                &run_time
+            }
+        };
+        crate::dispatch_stored!(x.dtype(), T => {
+            self.gather(indices, x.as_slice::<T>()?, outputs[0].as_mut_slice::<T>()?);
+            Ok(())
+        }, other => Err(Error::new(Status::UnsupportedDatatype, format!("Gather of {}", other.name()))))
     }
 }
 
@@ -69,22 +90,20 @@ fn build(ctx: &BuildCtx) -> Result<Built> {
     }
     let axis = ctx.axis(ctx.attr_int("axis", 0)?, rank)?;
     let idx_info = ctx.input(1)?;
-    let raw = ctx
-        .const_input(1, "indices")?
-        .to_i64_vec()
-        .map_err(|e| ctx.err(e.status, e.message))?;
-    let axis_len = x.shape[axis];
-    let mut indices = Vec::with_capacity(raw.len());
-    for &i in &raw {
-        let k = if i < 0 { i + axis_len as i64 } else { i };
-        if k < 0 || k >= axis_len as i64 {
-            return Err(ctx.err(
-                Status::InvalidModel,
-                format!("index {i} is out of range for axis {axis} of size {axis_len}"),
-            ));
-        }
-        indices.push(k as usize);
+    if !matches!(idx_info.dtype, DataType::I32 | DataType::I64) {
+        return Err(ctx.err(
+            Status::InvalidModel,
+            format!("indices are {}, not int32 or int64", idx_info.dtype.name()),
+        ));
     }
+    let axis_len = x.shape[axis];
+    let indices = match idx_info.constant {
+        Some(t) => Some(
+            normalise(&t.to_i64_vec()?, axis_len)
+                .map_err(|e| ctx.err(Status::InvalidModel, e.message))?,
+        ),
+        None => None,
+    };
     let mut out_shape = x.shape[..axis].to_vec();
     out_shape.extend_from_slice(idx_info.shape);
     out_shape.extend_from_slice(&x.shape[axis + 1..]);

@@ -54,7 +54,7 @@ struct GemmKernel {
     trans_a: bool,
     trans_b: bool,
     alpha: f32,
-    packed_b: Option<PackedB>,
+    packed_b: Option<std::sync::Arc<PackedB>>,
     c: CTerm,
     activation: Activation,
 }
@@ -198,7 +198,9 @@ fn build_with(ctx: &BuildCtx, activation: Activation) -> Result<Built> {
         }
     };
     let packed_b = match b.constant {
-        Some(t) => Some(PackedB::new(mat(t.as_f32()?, k, n, trans_b))),
+        Some(t) => Some(ctx.prepared(1, &format!("gemm-b k{k} n{n} t{trans_b}"), || {
+            Ok(PackedB::new(mat(t.as_f32()?, k, n, trans_b)))
+        })?),
         None => None,
     };
     Ok(Built {

@@ -24,7 +24,7 @@ struct MatMulKernel {
     /// For each output batch, the batch index into A and into B.
     batches: Vec<(usize, usize)>,
     /// B prepacked, when it is a constant shared by every batch.
-    packed_b: Option<PackedB>,
+    packed_b: Option<std::sync::Arc<PackedB>>,
 }
 
 impl Kernel for MatMulKernel {
@@ -121,7 +121,9 @@ fn build(ctx: &BuildCtx) -> Result<Built> {
             if batches.len() == 1
                 && (a.shape.len() <= 2 || b_batch.iter().product::<usize>() == 1) =>
         {
-            Some(PackedB::new(mat(&t.as_f32()?[..k * n], k, n, false)))
+            Some(ctx.prepared(1, &format!("matmul-b k{k} n{n}"), || {
+                Ok(PackedB::new(mat(&t.as_f32()?[..k * n], k, n, false)))
+            })?)
         }
         _ => None,
     };

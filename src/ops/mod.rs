@@ -74,10 +74,18 @@ pub struct Built {
     pub kernel: Box<dyn Kernel>,
 }
 
-/// A node's prepared computation. Outputs arrive allocated with the right type and shape.
+/// A node's prepared computation. Outputs arrive allocated with the right type and shape
+/// (one per present output), unless [`Kernel::allocates_outputs`] says otherwise.
 pub trait Kernel: Send + Sync {
     /// Computes the outputs from the inputs (`None` for omitted optional inputs).
     fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor]) -> Result<()>;
+
+    /// Whether the output shapes depend on the input *contents* (NonZero, TopK with a
+    /// run-time k …): then the outputs arrive empty, of the right type, and the kernel sets
+    /// their shapes and data; the shapes reported by the build are placeholders.
+    fn allocates_outputs(&self) -> bool {
+        false
+    }
 }
 
 /// The definition of one supported operator.
@@ -102,10 +110,16 @@ pub const FLOAT: &[DataType] = &[DataType::F32];
 pub const ANY: &[DataType] = &[
     DataType::F32,
     DataType::F64,
+    DataType::F16,
+    DataType::BF16,
     DataType::I8,
     DataType::U8,
+    DataType::I16,
+    DataType::U16,
     DataType::I32,
+    DataType::U32,
     DataType::I64,
+    DataType::U64,
     DataType::Bool,
 ];
 

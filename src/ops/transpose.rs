@@ -2,7 +2,7 @@
 
 use super::{BuildCtx, Built, Kernel, OpDef, ANY};
 use crate::error::{Error, Result, Status};
-use crate::ir::{Tensor, TensorData};
+use crate::ir::Tensor;
 use crate::kernels::transpose::transpose;
 
 /// The `Transpose` operator.
@@ -23,17 +23,10 @@ struct TransposeKernel {
 impl Kernel for TransposeKernel {
     fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor]) -> Result<()> {
         let x = inputs[0].ok_or_else(|| Error::new(Status::InternalError, "missing input"))?;
-        match (&x.data, &mut outputs[0].data) {
-            (TensorData::F32(a), TensorData::F32(o)) => transpose(a, &self.shape, &self.perm, o),
-            (TensorData::F64(a), TensorData::F64(o)) => transpose(a, &self.shape, &self.perm, o),
-            (TensorData::I8(a), TensorData::I8(o)) => transpose(a, &self.shape, &self.perm, o),
-            (TensorData::U8(a), TensorData::U8(o)) => transpose(a, &self.shape, &self.perm, o),
-            (TensorData::I32(a), TensorData::I32(o)) => transpose(a, &self.shape, &self.perm, o),
-            (TensorData::I64(a), TensorData::I64(o)) => transpose(a, &self.shape, &self.perm, o),
-            (TensorData::Bool(a), TensorData::Bool(o)) => transpose(a, &self.shape, &self.perm, o),
-            _ => return Err(Error::new(Status::InternalError, "Transpose type mismatch")),
-        }
-        Ok(())
+        crate::dispatch_stored!(x.dtype(), T => {
+            transpose(x.as_slice::<T>()?, &self.shape, &self.perm, outputs[0].as_mut_slice::<T>()?);
+            Ok(())
+        }, other => Err(Error::new(Status::UnsupportedDatatype, format!("Transpose of {}", other.name()))))
     }
 }
 

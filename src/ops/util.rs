@@ -2,7 +2,11 @@
 
 use super::Kernel;
 use crate::error::{Error, Result, Status};
-use crate::ir::{Attr, DataType, Node, Tensor};
+use crate::exec::WeightCache;
+use crate::ir::{Attr, DataType, Node, Tensor, ValueId};
+use std::any::Any;
+use std::cell::Cell;
+use std::sync::Arc;
 
 /// A node input as known at planning time.
 #[derive(Clone, Copy, Debug)]
@@ -13,6 +17,25 @@ pub struct InputInfo<'a> {
     pub shape: &'a [usize],
     /// Its data, when known while planning (weights, constants, folded values).
     pub constant: Option<&'a Tensor>,
+    /// Its data when the node is built at run time (a value computed from run-time data):
+    /// read only through [`BuildCtx::const_input`], which records the read.
+    pub run_time: Option<&'a Tensor>,
+    /// The graph value, when the data is one of the graph's own weights (shared by every plan,
+    /// so what is derived from it can be cached per graph).
+    pub weight: Option<ValueId>,
+}
+
+impl<'a> InputInfo<'a> {
+    /// Type and shape only.
+    pub fn new(dtype: DataType, shape: &'a [usize]) -> Self {
+        InputInfo {
+            dtype,
+            shape,
+            constant: None,
+            run_time: None,
+            weight: None,
+        }
+    }
 }
 
 /// The context in which an operator builds its kernel.
@@ -23,9 +46,59 @@ pub struct BuildCtx<'a> {
     pub opset: i64,
     /// Inputs in order; `None` for omitted optional inputs.
     pub inputs: Vec<Option<InputInfo<'a>>>,
+    /// The graph's cache of prepared weights, shared by all plans.
+    pub weights: Option<&'a WeightCache>,
+    /// Bit `i` is set when the build read the contents of input `i` through
+    /// [`BuildCtx::const_input`] (bit 63 stands for every input from 63 on).
+    reads: Cell<u64>,
+    /// Set when [`BuildCtx::const_input`] asked for contents that only a run will know.
+    wants_run_time_data: Cell<bool>,
 }
 
 impl<'a> BuildCtx<'a> {
+    /// A context for building `node` under `opset` with the given inputs.
+    pub fn new(
+        node: &'a Node,
+        opset: i64,
+        inputs: Vec<Option<InputInfo<'a>>>,
+        weights: Option<&'a WeightCache>,
+    ) -> Self {
+        BuildCtx {
+            node,
+            opset,
+            inputs,
+            weights,
+            reads: Cell::new(0),
+            wants_run_time_data: Cell::new(false),
+        }
+    }
+
+    /// Which inputs' contents the build read (bit per input, see the field).
+    pub fn content_reads(&self) -> u64 {
+        self.reads.get()
+    }
+
+    /// Whether the build failed only because an input's contents are not known until a run.
+    pub fn wants_run_time_data(&self) -> bool {
+        self.wants_run_time_data.get()
+    }
+
+    /// The prepared form of weight input `i` under `tag` (which must name every parameter the
+    /// preparation depends on): made once per graph and shared by all its plans when the input
+    /// is one of the graph's weights, made afresh otherwise.
+    pub fn prepared<T: Any + Send + Sync>(
+        &self,
+        i: usize,
+        tag: &str,
+        make: impl FnOnce() -> Result<T>,
+    ) -> Result<Arc<T>> {
+        let weight = self.input(i)?.weight;
+        match (weight, self.weights) {
+            (Some(id), Some(cache)) => cache.get_or_make(id, tag, make),
+            _ => make().map(Arc::new),
+        }
+    }
+
     /// An error of the given status naming this node.
     pub fn err(&self, status: Status, msg: impl std::fmt::Display) -> Error {
         Error::new(status, format!("{}: {msg}", self.node.describe()))
@@ -82,12 +155,17 @@ impl<'a> BuildCtx<'a> {
         Ok(x)
     }
 
-    /// The data of input `i`, which must be known while planning.
+    /// The data of input `i`, whose contents shape the node's outputs: a constant, or the
+    /// run-time value when the node is built during a run. While planning, a value that only
+    /// a run knows makes the planner build this node at run time instead.
     pub fn const_input(&self, i: usize, what: &str) -> Result<&'a Tensor> {
-        self.input(i)?.constant.ok_or_else(|| {
+        let x = self.input(i)?;
+        self.reads.set(self.reads.get() | 1u64 << i.min(63));
+        x.constant.or(x.run_time).ok_or_else(|| {
+            self.wants_run_time_data.set(true);
             self.err(
                 Status::UnsupportedShape,
-                format!("{what} (input {i}) must be a constant or an integer graph input"),
+                format!("{what} (input {i}) is only known at run time"),
             )
         })
     }

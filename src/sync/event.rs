@@ -28,12 +28,35 @@ struct State {
 pub struct Event {
     state: Mutex<State>,
     signalled: Condvar,
+    /// Made by `onnxRunGraph` for its output fence: only that run may signal it.
+    run_owned: bool,
 }
 
 impl Event {
     /// A new, not signalled event.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A new event that only the run producing it signals (an output fence's event): the
+    /// caller's [`Event::signal_by_caller`] is refused, so nothing downstream can start while
+    /// the run still writes its outputs.
+    pub fn for_run() -> Self {
+        Event {
+            run_owned: true,
+            ..Self::default()
+        }
+    }
+
+    /// `onnxSignalEvent`: signals success, unless a run owns the event (INVALID_STATE).
+    pub fn signal_by_caller(&self) -> Result<(), Error> {
+        if self.run_owned {
+            return Err(Error::new(
+                Status::InvalidState,
+                "this event belongs to the run that created it and is signalled when that run ends",
+            ));
+        }
+        self.signal_success()
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -149,6 +172,18 @@ impl Event {
 mod tests {
     use super::*;
     use std::sync::Arc;
+
+    #[test]
+    fn a_run_owned_event_refuses_the_callers_signal() {
+        let e = Event::for_run();
+        assert_eq!(e.signal_by_caller().unwrap_err().status, Status::InvalidState);
+        assert!(e.outcome().is_none());
+        e.signal_success().unwrap();
+        assert_eq!(e.signal_by_caller().unwrap_err().status, Status::InvalidState);
+        let caller = Event::new();
+        caller.signal_by_caller().unwrap();
+        assert_eq!(caller.outcome().unwrap().status, Status::Success);
+    }
 
     #[test]
     fn signal_once_then_invalid_state() {

@@ -1,0 +1,179 @@
+//! The engine's plan model, checked on hand-computed values: a plan per tuple of input
+//! *shapes* (never per input contents), weights packed once per graph and shared by every plan,
+//! and nodes whose shapes depend on run-time data built during the run.
+#![forbid(unsafe_code)]
+
+mod common;
+
+use common::{assert_close, assert_values, compile_ok, f32t, i64t, run, run_ok};
+use onnxifi_rust::error::Status;
+
+/// A deterministic pseudo-random sequence in [-1, 1).
+fn values(n: usize, seed: u64) -> Vec<f32> {
+    let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    (0..n)
+        .map(|_| {
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+        })
+        .collect()
+}
+
+fn initializer(name: &str, shape: &[usize], v: &[f32]) -> String {
+    let dims: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
+    let data: Vec<String> = v.iter().map(|x| format!("{x:?}")).collect();
+    format!("float[{}] {name} = {{{}}}", dims.join(","), data.join(","))
+}
+
+/// `x[m×k] · w[k×n]`, row-major.
+fn matmul(x: &[f32], w: &[f32], m: usize, k: usize, n: usize) -> Vec<f32> {
+    let mut y = vec![0.0; m * n];
+    for i in 0..m {
+        for j in 0..n {
+            y[i * n + j] = (0..k).map(|p| x[i * k + p] * w[p * n + j]).sum();
+        }
+    }
+    y
+}
+
+/// A 64-token embedding + two-layer MLP (BERT's input path in miniature): token ids select rows
+/// of the embedding at run time; 50 different id tensors run on one plan, and the two MatMul
+/// weights are packed once.
+#[test]
+fn fifty_token_id_inputs_share_one_plan_and_one_packing() {
+    const VOCAB: usize = 100;
+    const T: usize = 64;
+    const D: usize = 32;
+    const H: usize = 16;
+    let emb = values(VOCAB * D, 1);
+    let w1 = values(D * D, 2);
+    let b1 = values(D, 3);
+    let w2 = values(D * H, 4);
+    let text = format!(
+        r#"<ir_version: 8, opset_import: ["" : 17]>
+g (int64[1, {T}] ids) => (float[1, {T}, {H}] y)
+<{}, {}, {}, {}>
+{{
+  [e] x = Gather<axis = 0>(emb, ids)
+  [m1] h = MatMul(x, w1)
+  [a1] hb = Add(h, b1)
+  [r] hr = Relu(hb)
+  [m2] y = MatMul(hr, w2)
+}}"#,
+        initializer("emb", &[VOCAB, D], &emb),
+        initializer("w1", &[D, D], &w1),
+        initializer("b1", &[D], &b1),
+        initializer("w2", &[D, H], &w2),
+    );
+    let exe = compile_ok(&text);
+    let plans_at_init = exe.plans_built();
+    let packs_at_init = exe.weight_preparations();
+    assert_eq!(plans_at_init, 1, "a fixed-shape model is planned at init");
+    assert_eq!(packs_at_init, 2, "the two MatMul weights are packed at init");
+    for round in 0..50u64 {
+        let ids: Vec<i64> = (0..T as u64)
+            .map(|t| ((t * 7 + round * 13 + t * round) % VOCAB as u64) as i64)
+            .collect();
+        let out = run_ok(&exe, vec![i64t(&[1, T], &ids)]);
+        let x: Vec<f32> = ids
+            .iter()
+            .flat_map(|&i| emb[i as usize * D..(i as usize + 1) * D].to_vec())
+            .collect();
+        let mut h = matmul(&x, &w1, T, D, D);
+        for (i, v) in h.iter_mut().enumerate() {
+            *v = (*v + b1[i % D]).max(0.0);
+        }
+        let want = matmul(&h, &w2, T, D, H);
+        assert_close(&out[0], &[1, T, H], &want, 1e-4, 1e-5, &format!("round {round}"));
+    }
+    assert_eq!(exe.plans_built(), 1, "token ids never select a new plan");
+    assert_eq!(exe.weight_preparations(), 2, "weights are packed once");
+}
+
+/// A plan per input shape, all sharing the packed weights: batches 1, 2, 3 build three plans
+/// and pack the Gemm weight and the Conv filters once.
+#[test]
+fn plans_per_shape_share_the_packed_weights() {
+    let w = values(8 * 4, 5);
+    let f = values(2 * 3 * 3 * 3, 6);
+    let text = format!(
+        r#"<ir_version: 8, opset_import: ["" : 17]>
+g (float[N, 8] x, float[N, 3, 4, 4] img) => (float[N, 4] y, float[N, 2, 4, 4] z)
+<{}, {}>
+{{
+  [g] y = Gemm(x, w)
+  [c] z = Conv<pads = [1, 1, 1, 1]>(img, f)
+}}"#,
+        initializer("w", &[8, 4], &w),
+        initializer("f", &[2, 3, 3, 3], &f),
+    );
+    let exe = compile_ok(&text);
+    assert_eq!(exe.plans_built(), 0, "a symbolic batch is planned at the first run");
+    for n in [1usize, 2, 3, 2, 1] {
+        let x = values(n * 8, 10 + n as u64);
+        let img = values(n * 3 * 16, 20 + n as u64);
+        let out = run_ok(&exe, vec![f32t(&[n, 8], &x), f32t(&[n, 3, 4, 4], &img)]);
+        assert_close(&out[0], &[n, 4], &matmul(&x, &w, n, 8, 4), 1e-5, 1e-5, "gemm");
+        let mut want = vec![0.0f32; n * 2 * 16];
+        for b in 0..n {
+            for o in 0..2 {
+                for i in 0..4i64 {
+                    for j in 0..4i64 {
+                        let mut acc = 0.0;
+                        for c in 0..3 {
+                            for ky in 0..3i64 {
+                                for kx in 0..3i64 {
+                                    let (yy, xx) = (i + ky - 1, j + kx - 1);
+                                    if (0..4).contains(&yy) && (0..4).contains(&xx) {
+                                        acc += img[((b * 3 + c) * 4 + yy as usize) * 4 + xx as usize]
+                                            * f[((o * 3 + c) * 3 + ky as usize) * 3 + kx as usize];
+                                    }
+                                }
+                            }
+                        }
+                        want[((b * 2 + o) * 4 + i as usize) * 4 + j as usize] = acc;
+                    }
+                }
+            }
+        }
+        assert_close(&out[1], &[n, 2, 4, 4], &want, 1e-5, 1e-5, "conv");
+    }
+    assert_eq!(exe.plans_built(), 3, "one plan per distinct batch size");
+    assert_eq!(
+        exe.weight_preparations(),
+        2,
+        "the Gemm weight and the conv filters are packed once for all plans"
+    );
+}
+
+/// A Reshape whose target is a graph input: the node is built during the run from the target's
+/// contents, on one plan, and an impossible target fails that run alone.
+#[test]
+fn reshape_to_a_run_time_target() {
+    let text = r#"<ir_version: 8, opset_import: ["" : 17]>
+g (float[2, 6] x, int64[2] s) => (float[?, ?] y)
+{
+  [r] r = Reshape(x, s)
+  [n] y = Neg(r)
+}"#;
+    let exe = compile_ok(text);
+    let x: Vec<f32> = (0..12).map(|i| i as f32).collect();
+    let neg: Vec<f32> = x.iter().map(|v| -v).collect();
+    for (target, shape) in [
+        ([3i64, 4], [3usize, 4]),
+        ([4, 3], [4, 3]),
+        ([-1, 2], [6, 2]),
+        ([12, 1], [12, 1]),
+        ([3, 4], [3, 4]),
+    ] {
+        let out = run_ok(&exe, vec![f32t(&[2, 6], &x), i64t(&[2], &target)]);
+        assert_values(&out[0], &shape, &neg, &format!("target {target:?}"));
+    }
+    let e = run(&exe, vec![f32t(&[2, 6], &x), i64t(&[2], &[5, 5])]).unwrap_err();
+    assert_ne!(e.status, Status::Success);
+    let out = run_ok(&exe, vec![f32t(&[2, 6], &x), i64t(&[2], &[2, 6])]);
+    assert_values(&out[0], &[2, 6], &neg, "after a failed run");
+    assert_eq!(exe.plans_built(), 1, "contents never select a plan");
+}
