@@ -93,16 +93,27 @@ pub fn check_compatibility(bytes: &[u8]) -> Result<()> {
             .ok()
     });
     match pool {
-        Some(pool) => pool.install(|| compile_executable(bytes, Vec::new())).map(drop),
+        Some(pool) => pool
+            .install(|| compile_executable(bytes, Vec::new()))
+            .map(drop),
         None => compile_executable(bytes, Vec::new()).map(drop),
     }
+}
+
+/// Whether loading enforces every required rule of the IR specification, including those that
+/// exporters commonly break without changing results (`ONNXIFI_RUST_STRICT=1`, read once).
+pub fn strict_mode() -> bool {
+    static STRICT: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *STRICT.get_or_init(|| {
+        std::env::var("ONNXIFI_RUST_STRICT").is_ok_and(|v| !v.is_empty() && v != "0")
+    })
 }
 
 /// Decodes, imports and checks a model: the path shared by `onnxInitGraph` and
 /// `onnxGetBackendCompatibility`.
 pub fn compile_executable(bytes: &[u8], weights: Vec<ir::Weight>) -> Result<Executable> {
     let proto = model::decode(bytes)?;
-    check::spec::check_model_first(&proto)?;
+    check::spec::check_model_for_load(&proto, strict_mode())?;
     let graph = ir::import(&proto, weights)?;
     Executable::new(graph)
 }

@@ -10,7 +10,9 @@ use onnxifi_rust::error::Status;
 
 /// A deterministic pseudo-random sequence in [-1, 1).
 fn values(n: usize, seed: u64) -> Vec<f32> {
-    let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    let mut s = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
     (0..n)
         .map(|_| {
             s = s
@@ -71,7 +73,10 @@ g (int64[1, {T}] ids) => (float[1, {T}, {H}] y)
     let plans_at_init = exe.plans_built();
     let packs_at_init = exe.weight_preparations();
     assert_eq!(plans_at_init, 1, "a fixed-shape model is planned at init");
-    assert_eq!(packs_at_init, 2, "the two MatMul weights are packed at init");
+    assert_eq!(
+        packs_at_init, 2,
+        "the two MatMul weights are packed at init"
+    );
     for round in 0..50u64 {
         let ids: Vec<i64> = (0..T as u64)
             .map(|t| ((t * 7 + round * 13 + t * round) % VOCAB as u64) as i64)
@@ -86,7 +91,14 @@ g (int64[1, {T}] ids) => (float[1, {T}, {H}] y)
             *v = (*v + b1[i % D]).max(0.0);
         }
         let want = matmul(&h, &w2, T, D, H);
-        assert_close(&out[0], &[1, T, H], &want, 1e-4, 1e-5, &format!("round {round}"));
+        assert_close(
+            &out[0],
+            &[1, T, H],
+            &want,
+            1e-4,
+            1e-5,
+            &format!("round {round}"),
+        );
     }
     assert_eq!(exe.plans_built(), 1, "token ids never select a new plan");
     assert_eq!(exe.weight_preparations(), 2, "weights are packed once");
@@ -110,12 +122,23 @@ g (float[N, 8] x, float[N, 3, 4, 4] img) => (float[N, 4] y, float[N, 2, 4, 4] z)
         initializer("f", &[2, 3, 3, 3], &f),
     );
     let exe = compile_ok(&text);
-    assert_eq!(exe.plans_built(), 0, "a symbolic batch is planned at the first run");
+    assert_eq!(
+        exe.plans_built(),
+        0,
+        "a symbolic batch is planned at the first run"
+    );
     for n in [1usize, 2, 3, 2, 1] {
         let x = values(n * 8, 10 + n as u64);
         let img = values(n * 3 * 16, 20 + n as u64);
         let out = run_ok(&exe, vec![f32t(&[n, 8], &x), f32t(&[n, 3, 4, 4], &img)]);
-        assert_close(&out[0], &[n, 4], &matmul(&x, &w, n, 8, 4), 1e-5, 1e-5, "gemm");
+        assert_close(
+            &out[0],
+            &[n, 4],
+            &matmul(&x, &w, n, 8, 4),
+            1e-5,
+            1e-5,
+            "gemm",
+        );
         let mut want = vec![0.0f32; n * 2 * 16];
         for b in 0..n {
             for o in 0..2 {
@@ -127,7 +150,8 @@ g (float[N, 8] x, float[N, 3, 4, 4] img) => (float[N, 4] y, float[N, 2, 4, 4] z)
                                 for kx in 0..3i64 {
                                     let (yy, xx) = (i + ky - 1, j + kx - 1);
                                     if (0..4).contains(&yy) && (0..4).contains(&xx) {
-                                        acc += img[((b * 3 + c) * 4 + yy as usize) * 4 + xx as usize]
+                                        acc += img
+                                            [((b * 3 + c) * 4 + yy as usize) * 4 + xx as usize]
                                             * f[((o * 3 + c) * 3 + ky as usize) * 3 + kx as usize];
                                     }
                                 }

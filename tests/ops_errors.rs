@@ -129,7 +129,10 @@ g (int16[2, 3] A, uint32[2] B, float16[2] C) => (int16[3, 2] TA, uint32[4] BB, f
     let b = Tensor::new(vec![2], TensorData::U32(vec![7, 4_000_000_000])).unwrap();
     let c = Tensor::new(
         vec![2],
-        TensorData::F16(vec![half::f16::from_f32(0.5), half::f16::from_f32(-65504.0)]),
+        TensorData::F16(vec![
+            half::f16::from_f32(0.5),
+            half::f16::from_f32(-65504.0),
+        ]),
     )
     .unwrap();
     let out = run_ok(&exe, vec![a, b, c.clone()]);

@@ -65,6 +65,7 @@ variant_tests!(
     output_untyped,
     input_without_shape,
     value_info_without_elem_type,
+    value_info_type_without_kind,
     negative_dim_in_type,
     input_listed_twice,
     node_name_reused,

@@ -1719,8 +1719,15 @@ fn signalling_a_runs_output_event_is_invalid_state() {
             "caller signals the run's output event",
         );
         let mut st = 0;
-        expect((api().get_event_state)(outf.event, &mut st), SUCCESS, "state");
-        assert_eq!(st, EVENT_STATE_NONSIGNALLED, "the refused signal changed nothing");
+        expect(
+            (api().get_event_state)(outf.event, &mut st),
+            SUCCESS,
+            "state",
+        );
+        assert_eq!(
+            st, EVENT_STATE_NONSIGNALLED,
+            "the refused signal changed nothing"
+        );
         expect((api().signal_event)(input), SUCCESS, "signal input");
         expect((api().wait_event)(outf.event), SUCCESS, "wait");
         expect(

@@ -1,80 +1,113 @@
 //! The backend's verdict on each node before shapes are known: is the operator registered for
 //! this domain and opset, are all its attributes known, are the declared types supported. The
 //! same code serves `onnxGetBackendCompatibility` and `onnxInitGraph`; shape-dependent checks
-//! happen when the execution plan is built.
+//! happen when the execution plan is built. Every problem is collected, so one verdict lists
+//! every unsupported node, operator, version and type (its status is the first problem's).
 
 use crate::error::{Error, Result, Status};
-use crate::ir::{DataType, Graph};
+use crate::ir::{DataType, Graph, Node};
 use crate::ops;
 
 /// Checks every node and every declared graph input/output type of an imported graph.
 pub fn check_graph(g: &Graph) -> Result<()> {
+    let problems = problems(g);
+    let Some(first) = problems.first() else {
+        return Ok(());
+    };
+    let status = first.status;
+    let message = if problems.len() == 1 {
+        first.message.clone()
+    } else {
+        let list: Vec<&str> = problems.iter().map(|e| e.message.as_str()).collect();
+        format!("{} problems: {}", problems.len(), list.join("; "))
+    };
+    Err(Error::new(status, message))
+}
+
+/// Every reason this backend cannot run the graph, in model order.
+fn problems(g: &Graph) -> Vec<Error> {
+    let mut out = Vec::new();
+    let mut check = |r: Result<()>| {
+        if let Err(e) = r {
+            out.push(e);
+        }
+    };
     for &v in g.inputs.iter().chain(&g.outputs) {
-        let value = &g.values[v];
-        if let Some(t) = &value.declared {
-            if !t.dtype.is_stored() {
+        check(check_io(g, v));
+    }
+    for node in &g.nodes {
+        check(check_node(g, node));
+    }
+    out
+}
+
+fn check_io(g: &Graph, v: usize) -> Result<()> {
+    let value = &g.values[v];
+    if let Some(t) = &value.declared {
+        if !t.dtype.is_stored() {
+            return Err(Error::new(
+                Status::UnsupportedDatatype,
+                format!(
+                    "graph input/output '{}' has type {}, which is not supported",
+                    value.name,
+                    t.dtype.name()
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn check_node(g: &Graph, node: &Node) -> Result<()> {
+    let def = ops::lookup(&node.domain, &node.op_type).ok_or_else(|| {
+        let domain = if node.domain.is_empty() {
+            "ai.onnx"
+        } else {
+            &node.domain
+        };
+        Error::new(
+            Status::UnsupportedOperator,
+            format!(
+                "{}: operator {domain}::{} is not supported",
+                node.describe(),
+                node.op_type
+            ),
+        )
+    })?;
+    if g.opset < def.min_opset {
+        return Err(Error::new(
+            Status::UnsupportedVersion,
+            format!(
+                "{}: {} is supported from opset {}, the model imports {}",
+                node.describe(),
+                node.op_type,
+                def.min_opset,
+                g.opset
+            ),
+        ));
+    }
+    if let Some(name) = node
+        .attrs
+        .keys()
+        .find(|k| !def.attributes.contains(&k.as_str()))
+    {
+        return Err(Error::new(
+            Status::UnsupportedAttribute,
+            format!("{}: attribute '{name}' is not supported", node.describe()),
+        ));
+    }
+    if let Some(Some(first)) = node.inputs.first() {
+        if let Some(decl) = &g.values[*first].declared {
+            if !def.types.contains(&decl.dtype) {
                 return Err(Error::new(
                     Status::UnsupportedDatatype,
                     format!(
-                        "graph input/output '{}' has type {}, which is not supported",
-                        value.name,
-                        t.dtype.name()
+                        "{}: input type {} is not supported (supported: {})",
+                        node.describe(),
+                        decl.dtype.name(),
+                        type_list(def.types)
                     ),
                 ));
-            }
-        }
-    }
-    for node in &g.nodes {
-        let def = ops::lookup(&node.domain, &node.op_type).ok_or_else(|| {
-            let domain = if node.domain.is_empty() {
-                "ai.onnx"
-            } else {
-                &node.domain
-            };
-            Error::new(
-                Status::UnsupportedOperator,
-                format!(
-                    "{}: operator {domain}::{} is not supported",
-                    node.describe(),
-                    node.op_type
-                ),
-            )
-        })?;
-        if g.opset < def.min_opset {
-            return Err(Error::new(
-                Status::UnsupportedVersion,
-                format!(
-                    "{}: {} is supported from opset {}, the model imports {}",
-                    node.describe(),
-                    node.op_type,
-                    def.min_opset,
-                    g.opset
-                ),
-            ));
-        }
-        if let Some(name) = node
-            .attrs
-            .keys()
-            .find(|k| !def.attributes.contains(&k.as_str()))
-        {
-            return Err(Error::new(
-                Status::UnsupportedAttribute,
-                format!("{}: attribute '{name}' is not supported", node.describe()),
-            ));
-        }
-        if let Some(Some(first)) = node.inputs.first() {
-            if let Some(decl) = &g.values[*first].declared {
-                if !def.types.contains(&decl.dtype) {
-                    return Err(Error::new(
-                        Status::UnsupportedDatatype,
-                        format!(
-                            "{}: input type {} is not supported (supported: {})",
-                            node.describe(),
-                            decl.dtype.name(),
-                            type_list(def.types)
-                        ),
-                    ));
-                }
             }
         }
     }

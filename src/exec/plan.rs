@@ -122,15 +122,20 @@ impl BuildEnv<'_> {
         let current = memo.lock().unwrap_or_else(|p| p.into_inner()).clone();
         if let Some(m) = current {
             let same = m.key.len() == ins.len()
-                && m.key.iter().zip(ins).enumerate().all(|(i, (k, t))| match (k, t) {
-                    (None, None) => true,
-                    (Some((dt, shape, contents)), Some(t)) => {
-                        *dt == t.dtype()
-                            && *shape == t.shape
-                            && (m.reads & (1 << i.min(63)) == 0 || contents.as_ref() == Some(*t))
-                    }
-                    _ => false,
-                });
+                && m.key
+                    .iter()
+                    .zip(ins)
+                    .enumerate()
+                    .all(|(i, (k, t))| match (k, t) {
+                        (None, None) => true,
+                        (Some((dt, shape, contents)), Some(t)) => {
+                            *dt == t.dtype()
+                                && *shape == t.shape
+                                && (m.reads & (1 << i.min(63)) == 0
+                                    || contents.as_ref() == Some(*t))
+                        }
+                        _ => false,
+                    });
             if same {
                 return Ok(m);
             }
@@ -230,7 +235,10 @@ impl Plan {
             graph.values.iter().map(|v| v.constant.clone()).collect();
         let mut types: Vec<Option<Known>> = constants
             .iter()
-            .map(|c| c.as_ref().map(|t| Known::Static(t.dtype(), t.shape.clone())))
+            .map(|c| {
+                c.as_ref()
+                    .map(|t| Known::Static(t.dtype(), t.shape.clone()))
+            })
             .collect();
         for (&id, shape) in graph.inputs.iter().zip(input_shapes) {
             let dtype = graph.values[id]
@@ -387,7 +395,7 @@ impl Plan {
             types,
             inputs: graph.inputs.clone(),
             outputs: graph.outputs.clone(),
-        peak_bytes,
+            peak_bytes,
         })
     }
 
@@ -415,8 +423,9 @@ impl Plan {
 /// allocated before its dying values are freed.
 fn liveness_peak(steps: &[Step], types: &[Option<Known>], graph: &Graph) -> u64 {
     let bytes = |id: ValueId| match &types[id] {
-        Some(Known::Static(dt, shape)) => (shape.iter().product::<usize>() as u64)
-            .saturating_mul(dt.size().unwrap_or(1) as u64),
+        Some(Known::Static(dt, shape)) => {
+            (shape.iter().product::<usize>() as u64).saturating_mul(dt.size().unwrap_or(1) as u64)
+        }
         _ => 0,
     };
     let mut live: u64 = graph.inputs.iter().map(|&i| bytes(i)).sum();

@@ -97,11 +97,7 @@ pub fn run(
                         _ => return Err(internal("output without a type")),
                     },
                 };
-                let len = if allocates {
-                    0
-                } else {
-                    shape.iter().product()
-                };
+                let len = if allocates { 0 } else { shape.iter().product() };
                 outs.push(Tensor {
                     shape,
                     data: pool.take(dtype, len)?,

@@ -6,7 +6,9 @@ use super::tensor::{DataType, TensorData};
 use half::{bf16, f16};
 
 /// A Rust type that stores one ONNX element type.
-pub trait Elem: Copy + Default + PartialEq + PartialOrd + std::fmt::Debug + Send + Sync + 'static {
+pub trait Elem:
+    Copy + Default + PartialEq + PartialOrd + std::fmt::Debug + Send + Sync + 'static
+{
     /// The ONNX element type.
     const DTYPE: DataType;
     /// Bytes per element in ONNX's little-endian layout.
@@ -134,19 +136,58 @@ macro_rules! dispatch_stored {
     ($dtype:expr, $T:ident => $body:expr, $other:ident => $fallback:expr) => {{
         use $crate::ir::DataType as __D;
         match $dtype {
-            __D::F32 => { type $T = f32; $body }
-            __D::F64 => { type $T = f64; $body }
-            __D::F16 => { type $T = half::f16; $body }
-            __D::BF16 => { type $T = half::bf16; $body }
-            __D::I8 => { type $T = i8; $body }
-            __D::U8 => { type $T = u8; $body }
-            __D::I16 => { type $T = i16; $body }
-            __D::U16 => { type $T = u16; $body }
-            __D::I32 => { type $T = i32; $body }
-            __D::U32 => { type $T = u32; $body }
-            __D::I64 => { type $T = i64; $body }
-            __D::U64 => { type $T = u64; $body }
-            __D::Bool => { type $T = bool; $body }
+            __D::F32 => {
+                type $T = f32;
+                $body
+            }
+            __D::F64 => {
+                type $T = f64;
+                $body
+            }
+            __D::F16 => {
+                type $T = half::f16;
+                $body
+            }
+            __D::BF16 => {
+                type $T = half::bf16;
+                $body
+            }
+            __D::I8 => {
+                type $T = i8;
+                $body
+            }
+            __D::U8 => {
+                type $T = u8;
+                $body
+            }
+            __D::I16 => {
+                type $T = i16;
+                $body
+            }
+            __D::U16 => {
+                type $T = u16;
+                $body
+            }
+            __D::I32 => {
+                type $T = i32;
+                $body
+            }
+            __D::U32 => {
+                type $T = u32;
+                $body
+            }
+            __D::I64 => {
+                type $T = i64;
+                $body
+            }
+            __D::U64 => {
+                type $T = u64;
+                $body
+            }
+            __D::Bool => {
+                type $T = bool;
+                $body
+            }
             $other => $fallback,
         }
     }};

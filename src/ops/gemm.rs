@@ -198,9 +198,11 @@ fn build_with(ctx: &BuildCtx, activation: Activation) -> Result<Built> {
         }
     };
     let packed_b = match b.constant {
-        Some(t) => Some(ctx.prepared(1, &format!("gemm-b k{k} n{n} t{trans_b}"), || {
-            Ok(PackedB::new(mat(t.as_f32()?, k, n, trans_b)))
-        })?),
+        Some(t) => Some(
+            ctx.prepared(1, &format!("gemm-b k{k} n{n} t{trans_b}"), || {
+                Ok(PackedB::new(mat(t.as_f32()?, k, n, trans_b)))
+            })?,
+        ),
         None => None,
     };
     Ok(Built {

@@ -176,10 +176,16 @@ mod tests {
     #[test]
     fn a_run_owned_event_refuses_the_callers_signal() {
         let e = Event::for_run();
-        assert_eq!(e.signal_by_caller().unwrap_err().status, Status::InvalidState);
+        assert_eq!(
+            e.signal_by_caller().unwrap_err().status,
+            Status::InvalidState
+        );
         assert!(e.outcome().is_none());
         e.signal_success().unwrap();
-        assert_eq!(e.signal_by_caller().unwrap_err().status, Status::InvalidState);
+        assert_eq!(
+            e.signal_by_caller().unwrap_err().status,
+            Status::InvalidState
+        );
         let caller = Event::new();
         caller.signal_by_caller().unwrap();
         assert_eq!(caller.outcome().unwrap().status, Status::Success);

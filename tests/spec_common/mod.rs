@@ -424,7 +424,19 @@ pub fn variants() -> Vec<Variant> {
             });
             m
         }, "onnx.checker does not check value_info types; the proto requires an elem_type on every tensor type"),
-        v("negative_dim_in_type", TypeWellformed, || {
+        lenient("value_info_type_without_kind", TypeHasKind, || {
+            let mut m = base();
+            g(&mut m).value_info.push(ValueInfoProto {
+                name: so("A"),
+                r#type: Some(TypeProto {
+                    denotation: None,
+                    value: None,
+                }),
+                ..Default::default()
+            });
+            m
+        }, "onnx.checker accepts a type with no kind (silero-vad's subgraph outputs have one); the proto's TypeProto.value is a required oneof"),
+        v("negative_dim_in_type", DimNonNegative, || {
             let mut m = base();
             g(&mut m).value_info.push(vi("A", FLOAT, &[2, -3]));
             m
@@ -434,7 +446,7 @@ pub fn variants() -> Vec<Variant> {
             g(&mut m).input.push(vi("X", FLOAT, &[2, 3]));
             m
         }),
-        lenient("node_name_reused", UniqueNames, || {
+        lenient("node_name_reused", UniqueNodeNames, || {
             let mut m = base();
             g(&mut m).node[1].name = so("lrelu1");
             m

@@ -120,6 +120,12 @@ pub enum Rule {
     CIdentifierNames,
     /// `model-domain`
     ModelDomain,
+    /// `unique-node-names`
+    UniqueNodeNames,
+    /// `dim-non-negative`
+    DimNonNegative,
+    /// `type-has-kind`
+    TypeHasKind,
 }
 
 /// What is known about a rule: its id, a one-line description, where the specification states
@@ -136,6 +142,10 @@ pub struct RuleInfo {
     pub section: &'static str,
     /// Whether the rule is checked by default.
     pub level: Level,
+    /// Whether loading a model (`onnxInitGraph`, `onnxGetBackendCompatibility`) enforces the
+    /// rule. Rules that mainstream exporters break and that do not change results are checked
+    /// only in strict mode (`onnxifi-run check`, `ONNXIFI_RUST_STRICT=1`).
+    pub load: bool,
 }
 
 const fn info(
@@ -150,6 +160,24 @@ const fn info(
         description,
         section,
         level: Level::Required,
+        load: true,
+    }
+}
+
+/// A required rule that only strict mode enforces at load (see [`RuleInfo::load`]).
+const fn strict(
+    rule: Rule,
+    id: &'static str,
+    section: &'static str,
+    description: &'static str,
+) -> RuleInfo {
+    RuleInfo {
+        rule,
+        id,
+        description,
+        section,
+        level: Level::Required,
+        load: false,
     }
 }
 
@@ -165,6 +193,7 @@ const fn pedantic(
         description,
         section,
         level: Level::Pedantic,
+        load: false,
     }
 }
 
@@ -172,7 +201,7 @@ const fn pedantic(
 pub const RULES: &[RuleInfo] = &[
     info(Rule::IrVersion, "ir-version", "ONNX Versioning; onnx.proto ModelProto.ir_version",
         "the model states its IR version, and it is one of the versions the Version enum defines"),
-    info(Rule::IrVersionFeatures, "ir-version-features", "onnx.proto Version enum (per-version changes)",
+    strict(Rule::IrVersionFeatures, "ir-version-features", "onnx.proto Version enum (per-version changes)",
         "the model uses only fields, types and data types that exist in its IR version, and (IR <= 3) lists every initializer as a graph input"),
     info(Rule::ModelGraph, "model-graph", "Models; onnx.proto ModelProto.graph",
         "the model carries the graph that is evaluated to execute it"),
@@ -182,13 +211,13 @@ pub const RULES: &[RuleInfo] = &[
         "every operator set import states a version of at least 1"),
     info(Rule::OneVersionPerDomain, "one-version-per-domain", "Operator Set Identifiers; onnx.proto ModelProto.opset_import",
         "a model or function imports at most one version of each domain"),
-    info(Rule::GraphName, "graph-name", "Graphs",
+    strict(Rule::GraphName, "graph-name", "Graphs",
         "every graph (main, nested, training) specifies a non-empty name"),
     pedantic(Rule::UniqueGraphNames, "unique-graph-names", "Names Within a Graph (Graph namespace)",
         "graph names are unique within the model (the reference's own expanded-function test models reuse names)"),
     info(Rule::IoNamed, "io-named", "Graphs; onnx.proto ValueInfoProto.name",
         "graph and function inputs and outputs, and value_info entries, have non-empty names"),
-    info(Rule::IoTypedWithShape, "io-typed-with-shape", "Graphs; Static tensor shapes",
+    strict(Rule::IoTypedWithShape, "io-typed-with-shape", "Graphs; Static tensor shapes",
         "the main graph's inputs and outputs have a type, and tensor types have a shape (a rank)"),
     info(Rule::TypeWellformed, "type-wellformed", "Standard data types; onnx.proto TypeProto",
         "a stated type has a kind, valid element and key types, and non-negative dimension sizes"),
@@ -206,7 +235,7 @@ pub const RULES: &[RuleInfo] = &[
         "node dependencies (including those through subgraphs) form no cycle"),
     info(Rule::SubgraphScoping, "subgraph-scoping", "Nodes (nested subgraphs)",
         "names defined in a nested graph do not shadow visible outer names, and outer references name values defined before the owning node"),
-    info(Rule::SubgraphInitializerNotInput, "subgraph-initializer-not-input", "Nodes (nested subgraphs)",
+    strict(Rule::SubgraphInitializerNotInput, "subgraph-initializer-not-input", "Nodes (nested subgraphs)",
         "in a nested graph (IR >= 4) no name is both an input and an initializer; in IR <= 3 such inputs come after all others"),
     info(Rule::NodeOpType, "node-op-type", "Nodes (op_type)",
         "every node names the operator it invokes"),
@@ -240,9 +269,9 @@ pub const RULES: &[RuleInfo] = &[
         "(domain, name, overload) is unique among the model's functions"),
     info(Rule::FunctionsAcyclic, "functions-acyclic", "Functions (body is a DAG of other operators)",
         "model-local functions do not call themselves, directly or indirectly"),
-    info(Rule::TrainingBindings, "training-bindings", "Training Related Information",
+    strict(Rule::TrainingBindings, "training-bindings", "Training Related Information",
         "binding keys are unique initializers of the main or algorithm graph, values are outputs of the step's graph, and initialization is present when bound"),
-    info(Rule::DeviceConfigWellformed, "device-config-wellformed", "Multi-device configuration (IR >= 11)",
+    strict(Rule::DeviceConfigWellformed, "device-config-wellformed", "Multi-device configuration (IR >= 11)",
         "device configurations have unique names and a device count matching their device list; nodes refer to known configurations and their own values"),
     info(Rule::GraphDepthLimit, "graph-depth-limit", "implementation limit (not in the specification)",
         "graphs and types nest no deeper than the checker's depth limit"),
@@ -250,6 +279,12 @@ pub const RULES: &[RuleInfo] = &[
         "graph, node, value and attribute names and dimension variables follow C identifier syntax (MUST in older texts, SHOULD in the newest)"),
     pedantic(Rule::ModelDomain, "model-domain", "Models",
         "the model specifies a reverse-DNS domain"),
+    strict(Rule::UniqueNodeNames, "unique-node-names", "Names Within a Graph; onnx.proto NodeProto.name",
+        "non-empty node names are unique within a graph (exporters such as spox repeat them; names do not change results)"),
+    strict(Rule::DimNonNegative, "dim-non-negative", "Static tensor shapes; onnx.proto TensorShapeProto.Dimension",
+        "declared dimension sizes are non-negative (Paddle exports write -1 for an unknown size, read as unknown at load)"),
+    strict(Rule::TypeHasKind, "type-has-kind", "Standard data types; onnx.proto TypeProto.value",
+        "a stated type has a kind (tensor, sequence, map, optional, sparse tensor, opaque)"),
 ];
 
 impl Rule {
@@ -330,9 +365,30 @@ pub fn check_model_with(m: &ModelProto, opts: &Options) -> Vec<Violation> {
 /// Checks the model; the first violation becomes an [`Status::InvalidModel`] error naming the
 /// rule and where it was broken.
 pub fn check_model_first(m: &ModelProto) -> Result<(), Error> {
-    match check_model(m).into_iter().next() {
+    first_error(check_model(m))
+}
+
+/// The check made when a model is loaded: every rule that execution depends on (see
+/// [`RuleInfo::load`]), or every required rule when `strict`. The first violation becomes an
+/// [`Status::InvalidModel`] error; the message says how many more there are.
+pub fn check_model_for_load(m: &ModelProto, strict: bool) -> Result<(), Error> {
+    first_error(
+        check_model(m)
+            .into_iter()
+            .filter(|v| strict || v.rule.info().load)
+            .collect(),
+    )
+}
+
+fn first_error(violations: Vec<Violation>) -> Result<(), Error> {
+    let more = violations.len().saturating_sub(1);
+    match violations.into_iter().next() {
         None => Ok(()),
-        Some(v) => Err(Error::new(Status::InvalidModel, v.to_string())),
+        Some(v) if more == 0 => Err(Error::new(Status::InvalidModel, v.to_string())),
+        Some(v) => Err(Error::new(
+            Status::InvalidModel,
+            format!("{v} (and {more} more violation(s): `onnxifi-run check` lists them all)"),
+        )),
     }
 }
 
@@ -347,7 +403,7 @@ mod tests {
             assert_eq!(Rule::from_id(r.id), Some(r.rule));
             assert!(!r.description.is_empty() && !r.section.is_empty());
         }
-        assert_eq!(RULES.len(), Rule::ModelDomain as usize + 1);
+        assert_eq!(RULES.len(), Rule::TypeHasKind as usize + 1);
     }
 
     #[test]

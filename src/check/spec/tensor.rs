@@ -524,7 +524,7 @@ impl Ctx<'_> {
         }
         let rule = Rule::TypeWellformed;
         match tp.value.as_ref() {
-            None => self.push(rule, loc, "the type has no kind".into()),
+            None => self.push(Rule::TypeHasKind, loc, "the type has no kind".into()),
             Some(Ty::TensorType(t)) => {
                 self.elem_type(t.elem_type, loc);
                 self.shape(t.shape.as_ref(), loc);
@@ -591,7 +591,7 @@ impl Ctx<'_> {
         for (k, d) in shape.dim.iter().enumerate() {
             match d.value.as_ref() {
                 Some(Dim::DimValue(v)) if *v < 0 => self.push(
-                    Rule::TypeWellformed,
+                    Rule::DimNonNegative,
                     loc,
                     format!("dimension #{k} has negative size {v}"),
                 ),

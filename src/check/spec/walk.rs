@@ -612,7 +612,7 @@ impl<'m> Ctx<'m> {
                 self.ident(name, "node name", &nloc);
                 if let Some(j) = node_names.insert(name, i) {
                     self.push(
-                        Rule::UniqueNames,
+                        Rule::UniqueNodeNames,
                         nloc.clone(),
                         format!("node name '{name}' is also used by node #{j}"),
                     );
