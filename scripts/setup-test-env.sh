@@ -11,7 +11,8 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="$ROOT/.venv"
 TESTDATA="$ROOT/.testdata"
 ONNX112="$TESTDATA/onnx-1.12.0"
-PY_PACKAGES=(onnx==1.23.2 onnxruntime numpy)
+# The test oracles are pinned so that they cannot drift under the tests.
+PY_PACKAGES=(onnx==1.23.2 onnxruntime==1.32.0 numpy==2.4.6)
 
 log() { printf '[setup-test-env] %s\n' "$*"; }
 
@@ -48,10 +49,12 @@ fi
 if "$VENV/bin/python" - <<'PY' >/dev/null 2>&1
 import importlib.metadata as m
 assert m.version("onnx") == "1.23.2"
+assert m.version("onnxruntime") == "1.32.0"
+assert m.version("numpy") == "2.4.6"
 import onnx, onnxruntime, numpy  # noqa: F401
 PY
 then
-    log "venv already has onnx 1.23.2, onnxruntime, numpy"
+    log "venv already has ${PY_PACKAGES[*]}"
 else
     log "installing ${PY_PACKAGES[*]} into $VENV"
     "$VENV/bin/python" -m pip install --quiet --upgrade pip

@@ -4,7 +4,7 @@
 //! in `tests/conformance/known_failures.txt` with a reason.
 
 use onnxifi_rust::graph::compile_executable;
-use onnxifi_rust::ir::Tensor;
+use onnxifi_rust::ir::{DataType, Tensor, TensorData};
 use onnxifi_rust::model::onnx::TensorProto;
 use prost::Message;
 use std::path::{Path, PathBuf};
@@ -24,15 +24,39 @@ fn load_tensor(path: &Path) -> Tensor {
     Tensor::from_proto(&proto).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
+/// The elements as f64, for the floating-point types.
+fn floats(t: &Tensor) -> Option<Vec<f64>> {
+    Some(match &t.data {
+        TensorData::F32(v) => v.iter().map(|&x| x as f64).collect(),
+        TensorData::F64(v) => v.clone(),
+        TensorData::F16(v) => v.iter().map(|x| x.to_f64()).collect(),
+        TensorData::BF16(v) => v.iter().map(|x| x.to_f64()).collect(),
+        _ => return None,
+    })
+}
+
 fn close(got: &Tensor, want: &Tensor) -> Result<(), String> {
     if got.shape != want.shape {
         return Err(format!("shape {:?}, expected {:?}", got.shape, want.shape));
     }
-    match (got.as_f32(), want.as_f32()) {
-        (Ok(g), Ok(w)) => {
-            for (i, (a, b)) in g.iter().zip(w).enumerate() {
+    if got.dtype() != want.dtype() {
+        return Err(format!(
+            "type {}, expected {}",
+            got.dtype().name(),
+            want.dtype().name()
+        ));
+    }
+    match (floats(got), floats(want)) {
+        (Some(g), Some(w)) => {
+            // Half types carry about 3 significant digits.
+            let rtol = if matches!(want.dtype(), DataType::F16 | DataType::BF16) {
+                1e-2
+            } else {
+                1e-3
+            };
+            for (i, (a, b)) in g.iter().zip(&w).enumerate() {
                 let ok =
-                    (a.is_nan() && b.is_nan()) || (a - b).abs() <= 1e-5 + 1e-3 * b.abs() || a == b;
+                    (a.is_nan() && b.is_nan()) || a == b || (a - b).abs() <= 1e-5 + rtol * b.abs();
                 if !ok {
                     return Err(format!("element {i}: {a}, expected {b}"));
                 }
@@ -40,7 +64,7 @@ fn close(got: &Tensor, want: &Tensor) -> Result<(), String> {
             Ok(())
         }
         _ if got == want => Ok(()),
-        _ => Err("values differ".into()),
+        _ => Err(format!("values differ: {:?} vs {:?}", got.data, want.data)),
     }
 }
 

@@ -29,10 +29,15 @@ pub trait Elem:
     fn to_f64(self) -> f64;
     /// The value from f64, as a numeric cast would give it (saturating for integers).
     fn from_f64(v: f64) -> Self;
+    /// The value as an exact integer (floats truncate toward zero, saturating).
+    fn to_i128(self) -> i128;
+    /// The value from an integer (integers wrap like a C cast; floats round to nearest).
+    fn from_i128(v: i128) -> Self;
 }
 
 macro_rules! impl_elem {
-    ($variant:ident, $t:ty, $size:expr, $to:expr, $from:expr, $read:expr, $write:expr) => {
+    ($variant:ident, $t:ty, $size:expr, $to:expr, $from:expr, $read:expr, $write:expr,
+     $to_int:expr, $from_int:expr) => {
         impl Elem for $t {
             const DTYPE: DataType = DataType::$variant;
             const SIZE: usize = $size;
@@ -73,6 +78,14 @@ macro_rules! impl_elem {
                 let from: fn(f64) -> $t = $from;
                 from(v)
             }
+            fn to_i128(self) -> i128 {
+                let to: fn($t) -> i128 = $to_int;
+                to(self)
+            }
+            fn from_i128(v: i128) -> Self {
+                let from: fn(i128) -> $t = $from_int;
+                from(v)
+            }
         }
     };
 }
@@ -86,7 +99,9 @@ macro_rules! impl_num {
             |x| x as f64,
             |v| v as $t,
             |b| <$t>::from_le_bytes(b[..$size].try_into().expect("element bytes")),
-            |x, out| out[..$size].copy_from_slice(&x.to_le_bytes())
+            |x, out| out[..$size].copy_from_slice(&x.to_le_bytes()),
+            |x| x as i128,
+            |v| v as $t
         );
     };
 }
@@ -108,7 +123,9 @@ impl_elem!(
     |x| x.to_f64(),
     f16::from_f64,
     |b| f16::from_le_bytes([b[0], b[1]]),
-    |x, out| out[..2].copy_from_slice(&x.to_le_bytes())
+    |x, out| out[..2].copy_from_slice(&x.to_le_bytes()),
+    |x| x.to_f64() as i128,
+    |v| f16::from_f64(v as f64)
 );
 impl_elem!(
     BF16,
@@ -117,7 +134,9 @@ impl_elem!(
     |x| x.to_f64(),
     bf16::from_f64,
     |b| bf16::from_le_bytes([b[0], b[1]]),
-    |x, out| out[..2].copy_from_slice(&x.to_le_bytes())
+    |x, out| out[..2].copy_from_slice(&x.to_le_bytes()),
+    |x| x.to_f64() as i128,
+    |v| bf16::from_f64(v as f64)
 );
 impl_elem!(
     Bool,
@@ -126,7 +145,9 @@ impl_elem!(
     |x| if x { 1.0 } else { 0.0 },
     |v| v != 0.0,
     |b| b[0] != 0,
-    |x, out| out[0] = x as u8
+    |x, out| out[0] = x as u8,
+    |x| x as i128,
+    |v| v != 0
 );
 
 /// Runs `$body` with `$T` bound to the Rust type of a stored `DataType` (every type
@@ -186,6 +207,93 @@ macro_rules! dispatch_stored {
             }
             __D::Bool => {
                 type $T = bool;
+                $body
+            }
+            $other => $fallback,
+        }
+    }};
+}
+
+/// Like [`dispatch_stored!`](crate::dispatch_stored) over the numeric types only (every stored
+/// type but bool).
+#[macro_export]
+macro_rules! dispatch_numeric {
+    ($dtype:expr, $T:ident => $body:expr, $other:ident => $fallback:expr) => {{
+        use $crate::ir::DataType as __D;
+        match $dtype {
+            __D::F32 => {
+                type $T = f32;
+                $body
+            }
+            __D::F64 => {
+                type $T = f64;
+                $body
+            }
+            __D::F16 => {
+                type $T = half::f16;
+                $body
+            }
+            __D::BF16 => {
+                type $T = half::bf16;
+                $body
+            }
+            __D::I8 => {
+                type $T = i8;
+                $body
+            }
+            __D::U8 => {
+                type $T = u8;
+                $body
+            }
+            __D::I16 => {
+                type $T = i16;
+                $body
+            }
+            __D::U16 => {
+                type $T = u16;
+                $body
+            }
+            __D::I32 => {
+                type $T = i32;
+                $body
+            }
+            __D::U32 => {
+                type $T = u32;
+                $body
+            }
+            __D::I64 => {
+                type $T = i64;
+                $body
+            }
+            __D::U64 => {
+                type $T = u64;
+                $body
+            }
+            $other => $fallback,
+        }
+    }};
+}
+
+/// Like [`dispatch_stored!`](crate::dispatch_stored) over the floating-point types only.
+#[macro_export]
+macro_rules! dispatch_float {
+    ($dtype:expr, $T:ident => $body:expr, $other:ident => $fallback:expr) => {{
+        use $crate::ir::DataType as __D;
+        match $dtype {
+            __D::F32 => {
+                type $T = f32;
+                $body
+            }
+            __D::F64 => {
+                type $T = f64;
+                $body
+            }
+            __D::F16 => {
+                type $T = half::f16;
+                $body
+            }
+            __D::BF16 => {
+                type $T = half::bf16;
                 $body
             }
             $other => $fallback,

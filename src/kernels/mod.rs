@@ -13,6 +13,8 @@
 //!   depthwise paths), with fused bias and activation.
 //! - [`pool`]: max/average 2-D pooling with ONNX padding semantics, global pooling.
 //! - [`elementwise`]: broadcasting binary ops, per-channel affine (BatchNormalization).
+//! - [`broadcast`]: numpy-broadcasting maps of one to three inputs, for any element type.
+//! - [`scalar`]: [`scalar::Scalar`], arithmetic on every numeric element type.
 //! - [`softmax`]: softmax / log-softmax along an axis.
 //! - [`transpose`]: N-D axis permutation.
 //! - [`activation`]: [`activation::Activation`] (Relu, LeakyRelu, Clip, Sigmoid, Tanh).
@@ -28,12 +30,14 @@
 #![warn(missing_docs)]
 
 pub mod activation;
+pub mod broadcast;
 pub mod conv;
 pub mod cpu;
 pub mod elementwise;
 pub mod gemm;
 pub mod pool;
 pub mod reference;
+pub mod scalar;
 mod simd;
 pub mod softmax;
 pub mod transpose;

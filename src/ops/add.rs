@@ -1,8 +1,7 @@
 //! `Add`: element-wise add with numpy broadcasting.
 
-use super::{binary, BuildCtx, Built, OpDef, FLOAT};
+use super::{binary, BuildCtx, Built, OpDef};
 use crate::error::Result;
-use crate::kernels::elementwise::BinaryOp;
 
 /// The `Add` operator.
 pub static DEF: OpDef = OpDef {
@@ -10,10 +9,10 @@ pub static DEF: OpDef = OpDef {
     domain: "",
     min_opset: 1,
     attributes: &["axis", "broadcast", "consumed_inputs"],
-    types: FLOAT,
+    types: super::NUMERIC,
     build,
 };
 
 fn build(ctx: &BuildCtx) -> Result<Built> {
-    binary::build(ctx, BinaryOp::Add)
+    binary::build(ctx, binary::Arith::Add)
 }

@@ -1,8 +1,7 @@
 //! `Div`: element-wise div with numpy broadcasting.
 
-use super::{binary, BuildCtx, Built, OpDef, FLOAT};
+use super::{binary, BuildCtx, Built, OpDef};
 use crate::error::Result;
-use crate::kernels::elementwise::BinaryOp;
 
 /// The `Div` operator.
 pub static DEF: OpDef = OpDef {
@@ -10,10 +9,10 @@ pub static DEF: OpDef = OpDef {
     domain: "",
     min_opset: 1,
     attributes: &["axis", "broadcast", "consumed_inputs"],
-    types: FLOAT,
+    types: super::NUMERIC,
     build,
 };
 
 fn build(ctx: &BuildCtx) -> Result<Built> {
-    binary::build(ctx, BinaryOp::Div)
+    binary::build(ctx, binary::Arith::Div)
 }

@@ -14,16 +14,20 @@ mod abs;
 mod add;
 mod average_pool;
 mod batch_normalization;
+mod cast;
 mod ceil;
 mod clip;
+mod compare;
 mod concat;
 mod constant;
+mod constant_of_shape;
 mod conv;
 mod div;
 mod dropout;
 mod elu;
 mod erf;
 mod exp;
+mod expand;
 mod flatten;
 mod floor;
 mod gather;
@@ -33,29 +37,38 @@ mod hard_sigmoid;
 mod identity;
 mod leaky_relu;
 mod log;
+mod logical;
 mod mat_mul;
 mod max;
 mod max_pool;
 mod mean;
 mod min;
+mod modulo;
 mod mul;
 mod neg;
 mod pow;
+mod range;
 mod reciprocal;
+mod reduce;
 mod relu;
 mod reshape;
 mod selu;
 mod shape;
 mod sigmoid;
+mod size;
+mod slice;
 mod softmax;
 mod softplus;
+mod split;
 mod sqrt;
 mod squeeze;
 mod sub;
 mod sum;
 mod tanh;
+mod tile;
 mod transpose;
 mod unsqueeze;
+mod where_op;
 
 pub use batch_normalization::fold as fold_batch_norm;
 pub use util::{BuildCtx, InputInfo};
@@ -123,22 +136,47 @@ pub const ANY: &[DataType] = &[
     DataType::Bool,
 ];
 
+/// Every numeric type (all stored types but bool).
+pub const NUMERIC: &[DataType] = &[
+    DataType::F32,
+    DataType::F64,
+    DataType::F16,
+    DataType::BF16,
+    DataType::I8,
+    DataType::U8,
+    DataType::I16,
+    DataType::U16,
+    DataType::I32,
+    DataType::U32,
+    DataType::I64,
+    DataType::U64,
+];
+
+/// The floating-point types.
+pub const FLOATS: &[DataType] = &[DataType::F32, DataType::F64, DataType::F16, DataType::BF16];
+
 /// Every supported operator, one line each.
 pub static REGISTRY: &[&OpDef] = &[
     &abs::DEF,
     &add::DEF,
+    &logical::AND,
     &average_pool::DEF,
     &batch_normalization::DEF,
+    &cast::DEF,
+    &cast::LIKE_DEF,
     &ceil::DEF,
     &clip::DEF,
     &concat::DEF,
     &constant::DEF,
+    &constant_of_shape::DEF,
     &conv::DEF,
     &div::DEF,
     &dropout::DEF,
     &elu::DEF,
+    &compare::EQUAL,
     &erf::DEF,
     &exp::DEF,
+    &expand::DEF,
     &flatten::DEF,
     &floor::DEF,
     &conv::FUSED_DEF,
@@ -146,33 +184,57 @@ pub static REGISTRY: &[&OpDef] = &[
     &gather::DEF,
     &gemm::DEF,
     &global_average_pool::DEF,
+    &compare::GREATER,
+    &compare::GREATER_OR_EQUAL,
     &hard_sigmoid::DEF,
     &identity::DEF,
     &leaky_relu::DEF,
+    &compare::LESS,
+    &compare::LESS_OR_EQUAL,
     &log::DEF,
     &mat_mul::DEF,
     &max::DEF,
     &max_pool::DEF,
     &mean::DEF,
     &min::DEF,
+    &modulo::DEF,
     &mul::DEF,
     &neg::DEF,
+    &logical::NOT,
+    &logical::OR,
     &pow::DEF,
+    &range::DEF,
     &reciprocal::DEF,
+    &reduce::L1,
+    &reduce::L2,
+    &reduce::LOG_SUM,
+    &reduce::LOG_SUM_EXP,
+    &reduce::MAX,
+    &reduce::MEAN,
+    &reduce::MIN,
+    &reduce::PROD,
+    &reduce::SUM,
+    &reduce::SUM_SQUARE,
     &relu::DEF,
     &reshape::DEF,
     &selu::DEF,
     &shape::DEF,
     &sigmoid::DEF,
+    &size::DEF,
+    &slice::DEF,
     &softmax::DEF,
     &softplus::DEF,
+    &split::DEF,
     &sqrt::DEF,
     &squeeze::DEF,
     &sub::DEF,
     &sum::DEF,
     &tanh::DEF,
+    &tile::DEF,
     &transpose::DEF,
     &unsqueeze::DEF,
+    &where_op::DEF,
+    &logical::XOR,
 ];
 
 /// The activation named by the `activation` / `activation_params` attributes of the internal

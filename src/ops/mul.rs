@@ -1,8 +1,7 @@
 //! `Mul`: element-wise mul with numpy broadcasting.
 
-use super::{binary, BuildCtx, Built, OpDef, FLOAT};
+use super::{binary, BuildCtx, Built, OpDef};
 use crate::error::Result;
-use crate::kernels::elementwise::BinaryOp;
 
 /// The `Mul` operator.
 pub static DEF: OpDef = OpDef {
@@ -10,10 +9,10 @@ pub static DEF: OpDef = OpDef {
     domain: "",
     min_opset: 1,
     attributes: &["axis", "broadcast", "consumed_inputs"],
-    types: FLOAT,
+    types: super::NUMERIC,
     build,
 };
 
 fn build(ctx: &BuildCtx) -> Result<Built> {
-    binary::build(ctx, BinaryOp::Mul)
+    binary::build(ctx, binary::Arith::Mul)
 }

@@ -170,6 +170,22 @@ impl<'a> BuildCtx<'a> {
         })
     }
 
+    /// The contents of integer input `i` (see [`BuildCtx::const_input`]) as i64 values.
+    pub fn const_ints(&self, i: usize, what: &str) -> Result<Vec<i64>> {
+        self.const_input(i, what)?
+            .to_i64_vec()
+            .map_err(|e| self.err(Status::InvalidModel, format!("{what}: {}", e.message)))
+    }
+
+    /// A tensor attribute, if present.
+    pub fn attr_tensor(&self, name: &str) -> Result<Option<&'a Tensor>> {
+        match self.attr(name) {
+            None => Ok(None),
+            Some(Attr::Tensor(t)) => Ok(Some(t)),
+            Some(other) => Err(self.wrong_kind(name, "a tensor", other)),
+        }
+    }
+
     fn attr(&self, name: &str) -> Option<&'a Attr> {
         self.node.attrs.get(name)
     }
