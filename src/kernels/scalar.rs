@@ -147,7 +147,7 @@ mod tests {
         assert_eq!(7i32.modulo(-3), -2);
         assert_eq!((-7i32).fmod(3), -1);
         assert_eq!(5u8.modulo(3), 2);
-        assert_eq!(i8::MIN.abs(), i8::MIN);
+        assert_eq!(Scalar::abs(i8::MIN), i8::MIN);
         assert_eq!(250u8.add(10), 4);
         assert_eq!(3u32.neg(), u32::MAX - 2);
     }

@@ -1,6 +1,6 @@
 //! `Erf`: the element-wise error function.
 
-use super::{pointwise, BuildCtx, Built, OpDef, FLOAT};
+use super::{pointwise, BuildCtx, Built, OpDef};
 use crate::error::Result;
 
 /// The `Erf` operator.
@@ -9,7 +9,7 @@ pub static DEF: OpDef = OpDef {
     domain: "",
     min_opset: 9,
     attributes: &[],
-    types: FLOAT,
+    types: super::FLOATS,
     build,
 };
 

@@ -1,6 +1,6 @@
 //! `Exp`: element-wise natural exponential.
 
-use super::{pointwise, BuildCtx, Built, OpDef, FLOAT};
+use super::{pointwise, BuildCtx, Built, OpDef};
 use crate::error::Result;
 
 /// The `Exp` operator.
@@ -9,7 +9,7 @@ pub static DEF: OpDef = OpDef {
     domain: "",
     min_opset: 1,
     attributes: &["consumed_inputs"],
-    types: FLOAT,
+    types: super::FLOATS,
     build,
 };
 

@@ -1,6 +1,6 @@
 //! `HardSigmoid`: `max(0, min(1, alpha · x + beta))`.
 
-use super::{pointwise, BuildCtx, Built, OpDef, FLOAT};
+use super::{pointwise, BuildCtx, Built, OpDef};
 use crate::error::Result;
 
 /// The `HardSigmoid` operator.
@@ -9,7 +9,7 @@ pub static DEF: OpDef = OpDef {
     domain: "",
     min_opset: 1,
     attributes: &["alpha", "beta", "consumed_inputs"],
-    types: FLOAT,
+    types: super::FLOATS,
     build,
 };
 

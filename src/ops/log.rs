@@ -1,6 +1,6 @@
 //! `Log`: element-wise natural logarithm.
 
-use super::{pointwise, BuildCtx, Built, OpDef, FLOAT};
+use super::{pointwise, BuildCtx, Built, OpDef};
 use crate::error::Result;
 
 /// The `Log` operator.
@@ -9,7 +9,7 @@ pub static DEF: OpDef = OpDef {
     domain: "",
     min_opset: 1,
     attributes: &["consumed_inputs"],
-    types: FLOAT,
+    types: super::FLOATS,
     build,
 };
 

@@ -33,12 +33,15 @@ mod floor;
 mod gather;
 mod gemm;
 mod global_average_pool;
+mod global_max_pool;
 mod hard_sigmoid;
 mod identity;
+mod layer_normalization;
 mod leaky_relu;
 mod log;
 mod logical;
 mod mat_mul;
+mod math_unary;
 mod max;
 mod max_pool;
 mod mean;
@@ -46,6 +49,7 @@ mod min;
 mod modulo;
 mod mul;
 mod neg;
+mod pad;
 mod pow;
 mod range;
 mod reciprocal;
@@ -81,7 +85,8 @@ use crate::ir::{DataType, Tensor};
 
 /// What building a node produces: its output types and shapes, and the kernel that computes them.
 pub struct Built {
-    /// Element type and shape of each output.
+    /// Element type and shape of each output *position* of the node (omitted optional
+    /// outputs included; the kernel is handed the present ones only, in order).
     pub outputs: Vec<(DataType, Vec<usize>)>,
     /// The prepared computation.
     pub kernel: Box<dyn Kernel>,
@@ -158,18 +163,27 @@ pub const FLOATS: &[DataType] = &[DataType::F32, DataType::F64, DataType::F16, D
 /// Every supported operator, one line each.
 pub static REGISTRY: &[&OpDef] = &[
     &abs::DEF,
+    &math_unary::ACOS,
+    &math_unary::ACOSH,
     &add::DEF,
     &logical::AND,
+    &math_unary::ASIN,
+    &math_unary::ASINH,
+    &math_unary::ATAN,
+    &math_unary::ATANH,
     &average_pool::DEF,
     &batch_normalization::DEF,
     &cast::DEF,
     &cast::LIKE_DEF,
     &ceil::DEF,
+    &math_unary::CELU,
     &clip::DEF,
     &concat::DEF,
     &constant::DEF,
     &constant_of_shape::DEF,
     &conv::DEF,
+    &math_unary::COS,
+    &math_unary::COSH,
     &div::DEF,
     &dropout::DEF,
     &elu::DEF,
@@ -182,12 +196,18 @@ pub static REGISTRY: &[&OpDef] = &[
     &conv::FUSED_DEF,
     &gemm::FUSED_DEF,
     &gather::DEF,
+    &math_unary::GELU,
     &gemm::DEF,
     &global_average_pool::DEF,
+    &global_max_pool::DEF,
     &compare::GREATER,
     &compare::GREATER_OR_EQUAL,
     &hard_sigmoid::DEF,
+    &math_unary::HARD_SWISH,
     &identity::DEF,
+    &math_unary::IS_INF,
+    &math_unary::IS_NAN,
+    &layer_normalization::DEF,
     &leaky_relu::DEF,
     &compare::LESS,
     &compare::LESS_OR_EQUAL,
@@ -197,11 +217,13 @@ pub static REGISTRY: &[&OpDef] = &[
     &max_pool::DEF,
     &mean::DEF,
     &min::DEF,
+    &math_unary::MISH,
     &modulo::DEF,
     &mul::DEF,
     &neg::DEF,
     &logical::NOT,
     &logical::OR,
+    &pad::DEF,
     &pow::DEF,
     &range::DEF,
     &reciprocal::DEF,
@@ -217,19 +239,27 @@ pub static REGISTRY: &[&OpDef] = &[
     &reduce::SUM_SQUARE,
     &relu::DEF,
     &reshape::DEF,
+    &math_unary::ROUND,
     &selu::DEF,
     &shape::DEF,
+    &math_unary::SHRINK,
     &sigmoid::DEF,
+    &math_unary::SIGN,
+    &math_unary::SIN,
+    &math_unary::SINH,
     &size::DEF,
     &slice::DEF,
     &softmax::DEF,
     &softplus::DEF,
+    &math_unary::SOFTSIGN,
     &split::DEF,
     &sqrt::DEF,
     &squeeze::DEF,
     &sub::DEF,
     &sum::DEF,
+    &math_unary::TAN,
     &tanh::DEF,
+    &math_unary::THRESHOLDED_RELU,
     &tile::DEF,
     &transpose::DEF,
     &unsqueeze::DEF,

@@ -1,6 +1,6 @@
 //! `Selu`: `gamma · x` if `x > 0`, else `gamma · alpha · (e^x - 1)`.
 
-use super::{pointwise, BuildCtx, Built, OpDef, FLOAT};
+use super::{pointwise, BuildCtx, Built, OpDef};
 use crate::error::Result;
 
 /// The `Selu` operator.
@@ -9,7 +9,7 @@ pub static DEF: OpDef = OpDef {
     domain: "",
     min_opset: 1,
     attributes: &["alpha", "gamma", "consumed_inputs"],
-    types: FLOAT,
+    types: super::FLOATS,
     build,
 };
 

@@ -1,6 +1,6 @@
 //! `Softplus`: `ln(e^x + 1)`, computed without overflow.
 
-use super::{pointwise, BuildCtx, Built, OpDef, FLOAT};
+use super::{pointwise, BuildCtx, Built, OpDef};
 use crate::error::Result;
 
 /// The `Softplus` operator.
@@ -9,7 +9,7 @@ pub static DEF: OpDef = OpDef {
     domain: "",
     min_opset: 1,
     attributes: &[],
-    types: FLOAT,
+    types: super::FLOATS,
     build,
 };
 
