@@ -1,7 +1,8 @@
-"""Writes the ONNX backend node test cases of the installed `onnx` package to a directory.
+"""Writes the ONNX backend test cases of the installed `onnx` package to a directory.
 
-Recent `onnx` wheels ship the test *generators* (`onnx.backend.test.case.node`) but not the
-generated data, so the test suite generates it at test time:
+Recent `onnx` wheels ship the node test *generators* (`onnx.backend.test.case.node`) but not
+their generated data, so the test suite generates it at test time; the model-level cases the
+wheel does ship with data (pytorch-converted, pytorch-operator, simple) are copied beside them:
     python scripts/gen_node_tests.py OUT_DIR
 gives OUT_DIR/<test name>/{model.onnx, test_data_set_N/{input_K.pb, output_K.pb}}.
 """
@@ -10,6 +11,7 @@ import os
 import shutil
 import sys
 
+import onnx
 from onnx import TensorProto, numpy_helper
 from onnx.backend.test.case import node
 
@@ -47,7 +49,18 @@ def main(out):
                 count -= 1
                 break
         count += 1
-    print(f"{count} node test cases written to {out}")
+    data = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data")
+    copied = 0
+    for kind in ("pytorch-converted", "pytorch-operator", "simple"):
+        root = os.path.join(data, kind)
+        for name in sorted(os.listdir(root)):
+            src = os.path.join(root, name)
+            if os.path.isfile(os.path.join(src, "model.onnx")) and not os.path.exists(
+                os.path.join(out, name)
+            ):
+                shutil.copytree(src, os.path.join(out, name))
+                copied += 1
+    print(f"{count} node test cases and {copied} model test cases written to {out}")
 
 
 if __name__ == "__main__":

@@ -13,9 +13,9 @@ export ONNXIFI_RUST_PYTHON="$PWD/.venv/bin/python"
 # onnx or test data must fail instead (the tests treat CI as "required").
 export CI="${CI:-1}"
 
-if [ ! -f .testdata/node.complete ]; then
+if [ ! -f .testdata/node.v2.complete ]; then
   "$ONNXIFI_RUST_PYTHON" scripts/gen_node_tests.py .testdata/node
-  touch .testdata/node.complete
+  touch .testdata/node.v2.complete
 fi
 
 cargo build --release --locked

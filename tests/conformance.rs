@@ -1,7 +1,10 @@
 //! ONNX backend conformance: every node test of the `onnx` package's backend test data is run
 //! through the library. A test whose model the backend refuses (UNSUPPORTED_*) is counted as
 //! unsupported; every test it accepts must reproduce the expected outputs, except those listed
-//! in `tests/conformance/known_failures.txt` with a reason.
+//! in `tests/conformance/known_failures.txt` with a reason. Every case named in
+//! `tests/conformance/allow_list.txt` must pass (a regression fails the test); passes not yet
+//! listed are reported. `ONNXIFI_RUST_CONFORMANCE_REPORT=FILE` writes one line per case
+//! (`name verdict reason`), from which the allow-list is regenerated.
 
 use onnxifi_rust::graph::compile_executable;
 use onnxifi_rust::ir::{DataType, Tensor, TensorData};
@@ -119,16 +122,19 @@ fn onnx_backend_node_tests() {
         eprintln!("skipped: no ONNX backend test data (run scripts/setup-test-env.sh)");
         return;
     };
-    let known: Vec<String> = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/conformance/known_failures.txt"
-    ))
-    .unwrap_or_default()
-    .lines()
-    .filter_map(|l| l.split('#').next())
-    .map(|l| l.trim().to_string())
-    .filter(|l| !l.is_empty())
-    .collect();
+    let list = |file: &str| -> Vec<String> {
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(file))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| l.split('#').next())
+            .map(|l| l.trim().to_string())
+            .filter(|l| !l.is_empty())
+            .collect()
+    };
+    let known = list("tests/conformance/known_failures.txt");
+    let allowed = list("tests/conformance/allow_list.txt");
+    let mut report = String::new();
+    let mut passed_names = Vec::new();
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(2)
         .build()
@@ -142,8 +148,18 @@ fn onnx_backend_node_tests() {
     let (mut pass, mut unsupported, mut failed, mut known_failed) = (0, 0, Vec::new(), 0);
     for case in &cases {
         let name = case.file_name().unwrap().to_string_lossy().to_string();
-        match run_case(case, &pool) {
-            Verdict::Pass => pass += 1,
+        let verdict = run_case(case, &pool);
+        let (tag, why) = match &verdict {
+            Verdict::Pass => ("pass", String::new()),
+            Verdict::Unsupported(w) => ("unsupported", w.clone()),
+            Verdict::Fail(w) => ("fail", w.clone()),
+        };
+        report.push_str(&format!("{name} {tag} {}\n", why.replace('\n', " ")));
+        match verdict {
+            Verdict::Pass => {
+                pass += 1;
+                passed_names.push(name.clone());
+            }
             Verdict::Unsupported(why) => {
                 unsupported += 1;
                 if std::env::var_os("ONNXIFI_RUST_VERBOSE").is_some() {
@@ -162,7 +178,36 @@ fn onnx_backend_node_tests() {
         failed.len(),
         cases.len()
     );
-    assert!(pass > 0);
+    if let Some(path) = std::env::var_os("ONNXIFI_RUST_CONFORMANCE_REPORT") {
+        std::fs::write(path, &report).expect("cannot write the conformance report");
+    }
+    let regressed: Vec<&String> = allowed
+        .iter()
+        .filter(|a| !passed_names.contains(a))
+        .collect();
+    let new: Vec<&String> = passed_names
+        .iter()
+        .filter(|p| !allowed.contains(p))
+        .collect();
+    println!(
+        "allow-list: {} of {} listed cases pass; {} passes not yet listed{}",
+        allowed.len() - regressed.len(),
+        allowed.len(),
+        new.len(),
+        if new.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " (add them to tests/conformance/allow_list.txt): {}",
+                new.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(" ")
+            )
+        }
+    );
+    assert!(
+        regressed.is_empty(),
+        "{} cases of the allow-list no longer pass: {regressed:?}",
+        regressed.len()
+    );
     assert!(
         failed.is_empty(),
         "{} accepted models gave wrong results:\n{}",
