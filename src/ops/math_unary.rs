@@ -44,17 +44,20 @@ unary!(MISH, "Mish", 18, build_mish, |x, _| {
     x * sp.tanh()
 });
 
-/// The `Sign` operator (floats; integers keep their own path in the arithmetic operators).
+/// The `Sign` operator.
 pub static SIGN: OpDef = OpDef {
     op_type: "Sign",
     domain: "",
     min_opset: 9,
     attributes: &[],
-    types: FLOATS,
+    types: super::NUMERIC,
     build: build_sign,
 };
 
 fn build_sign(ctx: &BuildCtx) -> Result<Built> {
+    if ctx.input(0)?.dtype.is_integer() {
+        return super::int_unary::build(ctx, super::int_unary::IntUnary::Sign);
+    }
     pointwise::build(
         ctx,
         |x, _| {

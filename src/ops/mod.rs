@@ -12,6 +12,7 @@ mod variadic;
 
 mod abs;
 mod add;
+mod arg_max;
 mod average_pool;
 mod batch_normalization;
 mod cast;
@@ -22,6 +23,8 @@ mod concat;
 mod constant;
 mod constant_of_shape;
 mod conv;
+mod cum_sum;
+mod depth_to_space;
 mod div;
 mod dropout;
 mod elu;
@@ -31,11 +34,13 @@ mod expand;
 mod flatten;
 mod floor;
 mod gather;
+mod gather_elements;
 mod gemm;
 mod global_average_pool;
 mod global_max_pool;
 mod hard_sigmoid;
 mod identity;
+mod int_unary;
 mod layer_normalization;
 mod leaky_relu;
 mod log;
@@ -49,8 +54,10 @@ mod min;
 mod modulo;
 mod mul;
 mod neg;
+mod normalization;
 mod pad;
 mod pow;
+mod prelu;
 mod range;
 mod reciprocal;
 mod reduce;
@@ -70,7 +77,9 @@ mod sub;
 mod sum;
 mod tanh;
 mod tile;
+mod top_k;
 mod transpose;
+mod trilu;
 mod unsqueeze;
 mod where_op;
 
@@ -167,6 +176,8 @@ pub static REGISTRY: &[&OpDef] = &[
     &math_unary::ACOSH,
     &add::DEF,
     &logical::AND,
+    &arg_max::MAX_DEF,
+    &arg_max::MIN_DEF,
     &math_unary::ASIN,
     &math_unary::ASINH,
     &math_unary::ATAN,
@@ -184,6 +195,8 @@ pub static REGISTRY: &[&OpDef] = &[
     &conv::DEF,
     &math_unary::COS,
     &math_unary::COSH,
+    &cum_sum::DEF,
+    &depth_to_space::DEF,
     &div::DEF,
     &dropout::DEF,
     &elu::DEF,
@@ -196,15 +209,19 @@ pub static REGISTRY: &[&OpDef] = &[
     &conv::FUSED_DEF,
     &gemm::FUSED_DEF,
     &gather::DEF,
+    &gather_elements::DEF,
     &math_unary::GELU,
     &gemm::DEF,
     &global_average_pool::DEF,
     &global_max_pool::DEF,
     &compare::GREATER,
     &compare::GREATER_OR_EQUAL,
+    &normalization::GROUP_DEF,
     &hard_sigmoid::DEF,
     &math_unary::HARD_SWISH,
+    &softmax::HARD_DEF,
     &identity::DEF,
+    &normalization::INSTANCE_DEF,
     &math_unary::IS_INF,
     &math_unary::IS_NAN,
     &layer_normalization::DEF,
@@ -212,6 +229,7 @@ pub static REGISTRY: &[&OpDef] = &[
     &compare::LESS,
     &compare::LESS_OR_EQUAL,
     &log::DEF,
+    &softmax::LOG_DEF,
     &mat_mul::DEF,
     &max::DEF,
     &max_pool::DEF,
@@ -223,6 +241,7 @@ pub static REGISTRY: &[&OpDef] = &[
     &neg::DEF,
     &logical::NOT,
     &logical::OR,
+    &prelu::DEF,
     &pad::DEF,
     &pow::DEF,
     &range::DEF,
@@ -252,6 +271,7 @@ pub static REGISTRY: &[&OpDef] = &[
     &softmax::DEF,
     &softplus::DEF,
     &math_unary::SOFTSIGN,
+    &depth_to_space::SPACE_TO_DEPTH_DEF,
     &split::DEF,
     &sqrt::DEF,
     &squeeze::DEF,
@@ -261,7 +281,9 @@ pub static REGISTRY: &[&OpDef] = &[
     &tanh::DEF,
     &math_unary::THRESHOLDED_RELU,
     &tile::DEF,
+    &top_k::DEF,
     &transpose::DEF,
+    &trilu::DEF,
     &unsqueeze::DEF,
     &where_op::DEF,
     &logical::XOR,

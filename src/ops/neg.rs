@@ -9,10 +9,13 @@ pub static DEF: OpDef = OpDef {
     domain: "",
     min_opset: 1,
     attributes: &["consumed_inputs"],
-    types: super::FLOATS,
+    types: super::NUMERIC,
     build,
 };
 
 fn build(ctx: &BuildCtx) -> Result<Built> {
+    if ctx.input(0)?.dtype.is_integer() {
+        return super::int_unary::build(ctx, super::int_unary::IntUnary::Neg);
+    }
     pointwise::build(ctx, |x, _| -x, [0.0; 2])
 }

@@ -1,11 +1,12 @@
-//! `Softmax`: normalised exponentials along one axis (opset ≥ 13), or over the 2-D coercion of
-//! the input at `axis` (opset < 13).
+//! `Softmax`, `LogSoftmax` and `Hardmax`: normalised exponentials (their logarithm; a one-hot
+//! of the first maximum) along one axis (opset ≥ 13), or over the 2-D coercion of the input at
+//! `axis` (opset < 13).
 
 use super::util::{f32_of, f32_out};
 use super::{BuildCtx, Built, Kernel, OpDef, FLOAT};
 use crate::error::Result;
 use crate::ir::{DataType, Tensor};
-use crate::kernels::softmax::softmax;
+use crate::kernels::softmax::{log_softmax, softmax};
 
 /// The `Softmax` operator.
 pub static DEF: OpDef = OpDef {
@@ -17,15 +18,67 @@ pub static DEF: OpDef = OpDef {
     build,
 };
 
+/// `LogSoftmax`.
+pub static LOG_DEF: OpDef = OpDef {
+    op_type: "LogSoftmax",
+    domain: "",
+    min_opset: 1,
+    attributes: &["axis"],
+    types: FLOAT,
+    build: build_log,
+};
+
+/// `Hardmax`.
+pub static HARD_DEF: OpDef = OpDef {
+    op_type: "Hardmax",
+    domain: "",
+    min_opset: 1,
+    attributes: &["axis"],
+    types: FLOAT,
+    build: build_hard,
+};
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Soft,
+    Log,
+    Hard,
+}
+
 struct SoftmaxKernel {
+    kind: Kind,
     outer: usize,
     axis_len: usize,
     inner: usize,
 }
 
+/// One-hot of the first maximum along the axis.
+fn hardmax(x: &[f32], out: &mut [f32], outer: usize, axis_len: usize, inner: usize) {
+    out.fill(0.0);
+    for o in 0..outer {
+        for i in 0..inner {
+            let at = |k: usize| (o * axis_len + k) * inner + i;
+            let mut best = 0;
+            for k in 1..axis_len {
+                if x[at(k)] > x[at(best)] {
+                    best = k;
+                }
+            }
+            if axis_len > 0 {
+                out[at(best)] = 1.0;
+            }
+        }
+    }
+}
+
 impl Kernel for SoftmaxKernel {
     fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor]) -> Result<()> {
-        softmax(
+        let f = match self.kind {
+            Kind::Soft => softmax,
+            Kind::Log => log_softmax,
+            Kind::Hard => hardmax,
+        };
+        f(
             f32_of(inputs, 0)?,
             f32_out(&mut outputs[0])?,
             self.outer,
@@ -37,6 +90,18 @@ impl Kernel for SoftmaxKernel {
 }
 
 fn build(ctx: &BuildCtx) -> Result<Built> {
+    build_kind(ctx, Kind::Soft)
+}
+
+fn build_log(ctx: &BuildCtx) -> Result<Built> {
+    build_kind(ctx, Kind::Log)
+}
+
+fn build_hard(ctx: &BuildCtx) -> Result<Built> {
+    build_kind(ctx, Kind::Hard)
+}
+
+fn build_kind(ctx: &BuildCtx, kind: Kind) -> Result<Built> {
     ctx.arity(1, 1, 1, 1)?;
     let x = ctx.float_input(0)?;
     let rank = x.shape.len();
@@ -60,6 +125,7 @@ fn build(ctx: &BuildCtx) -> Result<Built> {
     Ok(Built {
         outputs: vec![(DataType::F32, x.shape.to_vec())],
         kernel: Box::new(SoftmaxKernel {
+            kind,
             outer,
             axis_len,
             inner,

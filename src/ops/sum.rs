@@ -1,6 +1,6 @@
 //! `Sum`: element-wise sum of one or more inputs, with numpy broadcasting.
 
-use super::{variadic, BuildCtx, Built, OpDef, FLOAT};
+use super::{variadic, BuildCtx, Built, OpDef};
 use crate::error::Result;
 use crate::kernels::elementwise::BinaryOp;
 
@@ -10,7 +10,7 @@ pub static DEF: OpDef = OpDef {
     domain: "",
     min_opset: 1,
     attributes: &["consumed_inputs"],
-    types: FLOAT,
+    types: super::NUMERIC,
     build,
 };
 

@@ -3,9 +3,11 @@
 
 use super::util::{broadcast, f32_of, f32_out, BuildCtx};
 use super::{Built, Kernel};
-use crate::error::{Result, Status};
-use crate::ir::{DataType, Tensor};
+use crate::error::{Error, Result, Status};
+use crate::ir::{DataType, Elem, Tensor};
+use crate::kernels::broadcast::{map1, map2};
 use crate::kernels::elementwise::{binary, BinaryOp};
+use crate::kernels::scalar::Scalar;
 
 struct VariadicKernel {
     op: BinaryOp,
@@ -72,9 +74,59 @@ impl Kernel for VariadicKernel {
     }
 }
 
-/// Builds a variadic operator over one or more float inputs; `mean` divides the folded sum by
-/// the number of inputs.
+/// The same fold for any numeric type, through the generic broadcast walk.
+struct TypedVariadicKernel {
+    op: BinaryOp,
+    shapes: Vec<Vec<usize>>,
+    out_shape: Vec<usize>,
+    mean: bool,
+}
+
+impl TypedVariadicKernel {
+    fn fold<T: Scalar + Elem>(&self, inputs: &[Option<&Tensor>], out: &mut Tensor) -> Result<()> {
+        let missing = || Error::new(Status::InternalError, "input missing");
+        let first = inputs[0].ok_or_else(missing)?.as_slice::<T>()?;
+        let out = out.as_mut_slice::<T>()?;
+        map1((first, &self.shapes[0]), out, &self.out_shape, |v| v);
+        let op = self.op;
+        for (i, shape) in self.shapes.iter().enumerate().skip(1) {
+            let x = inputs[i].ok_or_else(missing)?.as_slice::<T>()?;
+            let acc = out.to_vec();
+            map2(
+                (&acc, &self.out_shape),
+                (x, shape),
+                out,
+                &self.out_shape,
+                |a, b| match op {
+                    BinaryOp::Max => a.max_nan(b),
+                    BinaryOp::Min => a.min_nan(b),
+                    _ => a.add(b),
+                },
+            );
+        }
+        if self.mean && self.shapes.len() > 1 {
+            let n = T::of_f64(self.shapes.len() as f64);
+            out.iter_mut().for_each(|v| *v = v.div(n));
+        }
+        Ok(())
+    }
+}
+
+impl Kernel for TypedVariadicKernel {
+    fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor]) -> Result<()> {
+        let dtype = outputs[0].dtype();
+        crate::dispatch_numeric!(dtype, T => self.fold::<T>(inputs, &mut outputs[0]),
+            other => Err(Error::new(Status::UnsupportedDatatype, format!("{other:?}"))))
+    }
+}
+
+/// Builds a variadic operator over one or more inputs of one numeric type; `mean` divides the
+/// folded sum by the number of inputs.
 pub fn build(ctx: &BuildCtx, op: BinaryOp, mean: bool) -> Result<Built> {
+    let dtype = ctx.input(0)?.dtype;
+    if dtype != DataType::F32 {
+        return build_typed(ctx, op, mean, dtype);
+    }
     ctx.arity(1, usize::MAX, 1, 1)?;
     let mut shapes = Vec::with_capacity(ctx.inputs.len());
     let mut out_shape = ctx.float_input(0)?.shape.to_vec();
@@ -99,6 +151,40 @@ pub fn build(ctx: &BuildCtx, op: BinaryOp, mean: bool) -> Result<Built> {
             shapes,
             out_shape,
             scale: (mean && n > 1).then(|| 1.0 / n as f32),
+        }),
+    })
+}
+
+fn build_typed(ctx: &BuildCtx, op: BinaryOp, mean: bool, dtype: DataType) -> Result<Built> {
+    ctx.arity(1, usize::MAX, 1, 1)?;
+    if dtype == DataType::Bool || !dtype.is_stored() {
+        return Err(ctx.err(
+            Status::UnsupportedDatatype,
+            format!("{} inputs are not supported", dtype.name()),
+        ));
+    }
+    let mut shapes = Vec::with_capacity(ctx.inputs.len());
+    let mut out_shape = ctx.input(0)?.shape.to_vec();
+    for i in 0..ctx.inputs.len() {
+        let x = ctx.input(i)?;
+        if x.dtype != dtype {
+            return Err(ctx.err(Status::InvalidModel, "inputs differ in type"));
+        }
+        out_shape = broadcast(&out_shape, x.shape).ok_or_else(|| {
+            ctx.err(
+                Status::InvalidModel,
+                format!("input {i} of shape {:?} does not broadcast", x.shape),
+            )
+        })?;
+        shapes.push(x.shape.to_vec());
+    }
+    Ok(Built {
+        outputs: vec![(dtype, out_shape.clone())],
+        kernel: Box::new(TypedVariadicKernel {
+            op,
+            shapes,
+            out_shape,
+            mean,
         }),
     })
 }

@@ -1,0 +1,98 @@
+//! `DepthToSpace` (DCR or CRD order) and `SpaceToDepth`: move `blocksize × blocksize` blocks
+//! between the channel and the spatial dimensions of an NCHW tensor, as transposes of a 6-D
+//! view.
+
+use super::util::BuildCtx;
+use super::{Built, Kernel, OpDef, ANY};
+use crate::error::{Error, Result, Status};
+use crate::ir::Tensor;
+use crate::kernels::transpose::transpose;
+
+/// The `DepthToSpace` operator.
+pub static DEF: OpDef = OpDef {
+    op_type: "DepthToSpace",
+    domain: "",
+    min_opset: 1,
+    attributes: &["blocksize", "mode"],
+    types: ANY,
+    build: build_d2s,
+};
+
+/// The `SpaceToDepth` operator.
+pub static SPACE_TO_DEPTH_DEF: OpDef = OpDef {
+    op_type: "SpaceToDepth",
+    domain: "",
+    min_opset: 1,
+    attributes: &["blocksize"],
+    types: ANY,
+    build: build_s2d,
+};
+
+/// A transpose of the input seen as `view`.
+struct ViewTranspose {
+    view: Vec<usize>,
+    perm: Vec<usize>,
+}
+
+impl Kernel for ViewTranspose {
+    fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor]) -> Result<()> {
+        let x = inputs[0].ok_or_else(|| Error::new(Status::InternalError, "input missing"))?;
+        crate::dispatch_stored!(x.dtype(), T => {
+            transpose(x.as_slice::<T>()?, &self.view, &self.perm, outputs[0].as_mut_slice::<T>()?);
+            Ok(())
+        }, other => Err(Error::new(Status::UnsupportedDatatype, format!("{other:?}"))))
+    }
+}
+
+fn nchw(ctx: &BuildCtx) -> Result<([usize; 4], usize)> {
+    ctx.arity(1, 1, 1, 1)?;
+    let x = ctx.input(0)?;
+    let b = ctx.attr_int("blocksize", 0)?;
+    if x.shape.len() != 4 || b <= 0 {
+        return Err(ctx.err(
+            Status::InvalidModel,
+            format!(
+                "needs a 4-D input and a positive blocksize ({:?}, {b})",
+                x.shape
+            ),
+        ));
+    }
+    Ok(([x.shape[0], x.shape[1], x.shape[2], x.shape[3]], b as usize))
+}
+
+fn build_d2s(ctx: &BuildCtx) -> Result<Built> {
+    let ([n, c, h, w], b) = nchw(ctx)?;
+    if c % (b * b) != 0 {
+        return Err(ctx.err(
+            Status::InvalidModel,
+            "channels are not a multiple of blocksize²",
+        ));
+    }
+    let c2 = c / (b * b);
+    let (view, perm) = match ctx.attr_string("mode", "DCR")?.as_str() {
+        "DCR" => (vec![n, b, b, c2, h, w], vec![0, 3, 4, 1, 5, 2]),
+        "CRD" => (vec![n, c2, b, b, h, w], vec![0, 1, 4, 2, 5, 3]),
+        other => return Err(ctx.err(Status::InvalidModel, format!("mode '{other}'"))),
+    };
+    Ok(Built {
+        outputs: vec![(ctx.input(0)?.dtype, vec![n, c2, h * b, w * b])],
+        kernel: Box::new(ViewTranspose { view, perm }),
+    })
+}
+
+fn build_s2d(ctx: &BuildCtx) -> Result<Built> {
+    let ([n, c, h, w], b) = nchw(ctx)?;
+    if h % b != 0 || w % b != 0 {
+        return Err(ctx.err(
+            Status::InvalidModel,
+            "spatial size is not a multiple of blocksize",
+        ));
+    }
+    Ok(Built {
+        outputs: vec![(ctx.input(0)?.dtype, vec![n, c * b * b, h / b, w / b])],
+        kernel: Box::new(ViewTranspose {
+            view: vec![n, c, h / b, b, w / b, b],
+            perm: vec![0, 3, 5, 1, 2, 4],
+        }),
+    })
+}
