@@ -63,6 +63,7 @@ mod reciprocal;
 mod reduce;
 mod relu;
 mod reshape;
+mod resize;
 mod selu;
 mod shape;
 mod sigmoid;
@@ -258,6 +259,7 @@ pub static REGISTRY: &[&OpDef] = &[
     &reduce::SUM_SQUARE,
     &relu::DEF,
     &reshape::DEF,
+    &resize::DEF,
     &math_unary::ROUND,
     &selu::DEF,
     &shape::DEF,
@@ -285,6 +287,7 @@ pub static REGISTRY: &[&OpDef] = &[
     &transpose::DEF,
     &trilu::DEF,
     &unsqueeze::DEF,
+    &resize::UPSAMPLE_DEF,
     &where_op::DEF,
     &logical::XOR,
 ];
