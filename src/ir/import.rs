@@ -275,7 +275,11 @@ fn tensor_type_of(vi: &onnx::ValueInfoProto) -> Result<Option<TensorType>> {
                 Some(onnx::tensor_shape_proto::dimension::Value::DimValue(v)) if *v >= 0 => {
                     Dim::Fixed(*v as usize)
                 }
-                Some(onnx::tensor_shape_proto::dimension::Value::DimParam(p)) if !p.is_empty() => {
+                // A name binds equal sizes only when it is a real identifier: exporters write
+                // "?" (Paddle) for any unknown size, which ONNX Runtime does not tie together.
+                Some(onnx::tensor_shape_proto::dimension::Value::DimParam(p))
+                    if is_identifier(p) =>
+                {
                     Dim::Symbol(p.clone())
                 }
                 _ => Dim::Unknown,
@@ -283,6 +287,15 @@ fn tensor_type_of(vi: &onnx::ValueInfoProto) -> Result<Option<TensorType>> {
             .collect()
     });
     Ok(Some(TensorType { dtype, dims }))
+}
+
+/// Whether a dimension name is a C-style identifier.
+fn is_identifier(p: &str) -> bool {
+    let mut chars = p.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 fn check_weight_against_declared(name: &str, t: &Tensor, decl: Option<&TensorType>) -> Result<()> {
