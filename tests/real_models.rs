@@ -18,6 +18,7 @@ const MUST_RUN: &[&str] = &[
     "magika_standard_v3_3",
     "nudenet_320n",
     "rapidocr_ppocr_mobile_v2_cls",
+    "rapidocr_ppocrv4_det",
     "rapidocr_ppocrv4_rec",
 ];
 

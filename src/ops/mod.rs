@@ -23,6 +23,7 @@ mod concat;
 mod constant;
 mod constant_of_shape;
 mod conv;
+mod conv_transpose;
 mod cum_sum;
 mod depth_to_space;
 mod div;
@@ -194,6 +195,7 @@ pub static REGISTRY: &[&OpDef] = &[
     &constant::DEF,
     &constant_of_shape::DEF,
     &conv::DEF,
+    &conv_transpose::DEF,
     &math_unary::COS,
     &math_unary::COSH,
     &cum_sum::DEF,
