@@ -20,6 +20,7 @@ const MUST_RUN: &[&str] = &[
     "rapidocr_ppocr_mobile_v2_cls",
     "rapidocr_ppocrv4_det",
     "rapidocr_ppocrv4_rec",
+    "silero_vad_op18_ifless",
 ];
 
 fn python() -> Option<PathBuf> {

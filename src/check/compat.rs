@@ -5,7 +5,7 @@
 //! every unsupported node, operator, version and type (its status is the first problem's).
 
 use crate::error::{Error, Result, Status};
-use crate::ir::{DataType, Graph, Node};
+use crate::ir::{Attr, DataType, Graph, Node};
 use crate::ops;
 
 /// Checks every node and every declared graph input/output type of an imported graph.
@@ -35,10 +35,27 @@ fn problems(g: &Graph) -> Vec<Error> {
     for &v in g.inputs.iter().chain(&g.outputs) {
         check(check_io(g, v));
     }
-    for node in &g.nodes {
-        check(check_node(g, node));
-    }
+    nodes(g, &mut out);
     out
+}
+
+/// The problems of a graph's nodes, subgraphs (If / Loop / Scan bodies) included.
+fn nodes(g: &Graph, out: &mut Vec<Error>) {
+    for node in &g.nodes {
+        if let Err(e) = check_node(g, node) {
+            out.push(e);
+        }
+        for attr in node.attrs.values() {
+            let subs: Vec<&Graph> = match attr {
+                Attr::Graph(s) => vec![&s.0],
+                Attr::Graphs(v) => v.iter().map(|s| &*s.0).collect(),
+                _ => continue,
+            };
+            for sub in subs {
+                nodes(sub, out);
+            }
+        }
+    }
 }
 
 fn check_io(g: &Graph, v: usize) -> Result<()> {

@@ -31,8 +31,8 @@ pub struct IoSpec {
     pub declared: TensorType,
 }
 
-/// What selects a plan: the input shapes, never their contents.
-type PlanKey = Vec<Vec<usize>>;
+/// What selects a plan: the input types and shapes, never their contents.
+type PlanKey = Vec<(DataType, Vec<usize>)>;
 
 /// A compiled model, ready to run for any input shapes its declarations allow.
 pub struct Executable {
@@ -47,6 +47,51 @@ pub struct Executable {
 }
 
 impl Executable {
+    /// A subgraph's executable (If / Loop / Scan bodies): its inputs, formal then captured, take
+    /// whatever types and shapes the owning operator passes; plans are made per input shapes
+    /// like the main graph's. Unsupported nodes were reported with the main graph.
+    pub fn subgraph(graph: &Graph) -> Result<Executable> {
+        let spec = |id: usize| {
+            let v = &graph.values[id];
+            IoSpec {
+                name: v.name.clone(),
+                declared: v.declared.clone().unwrap_or(TensorType {
+                    dtype: DataType::F32,
+                    dims: None,
+                }),
+            }
+        };
+        let inputs = graph.inputs.iter().map(|&i| spec(i)).collect();
+        let outputs = graph.outputs.iter().map(|&i| spec(i)).collect();
+        let mut graph = fuse::fuse(graph.clone());
+        drop_unused_constants(&mut graph);
+        Ok(Executable {
+            graph,
+            inputs,
+            outputs,
+            plans: Mutex::new(Vec::new()),
+            plans_built: AtomicUsize::new(0),
+            weights: WeightCache::default(),
+            buffers: Mutex::new(BufferPool::default()),
+        })
+    }
+
+    /// Runs a subgraph executable on its inputs (formal, then captured), with no check against
+    /// declarations beyond what planning does.
+    pub fn run_subgraph(&self, inputs: Vec<Tensor>) -> Result<Vec<Tensor>> {
+        if inputs.len() != self.inputs.len() {
+            return Err(Error::new(
+                Status::InternalError,
+                "wrong number of subgraph inputs",
+            ));
+        }
+        let key: PlanKey = inputs
+            .iter()
+            .map(|t| (t.dtype(), t.shape.clone()))
+            .collect();
+        self.run_planned(&key, inputs)
+    }
+
     /// Checks the graph against the backend and, when every input shape is fixed, plans it.
     pub fn new(graph: Graph) -> Result<Executable> {
         compat::check_graph(&graph)?;
@@ -138,7 +183,13 @@ impl Executable {
     /// them, and returns the output shapes (`None` for an output whose shape a run decides).
     pub fn output_shapes(&self, shapes: &[Vec<usize>]) -> Result<Vec<Option<Vec<usize>>>> {
         self.check_input_shapes(shapes)?;
-        Ok(self.plan(shapes)?.output_shapes())
+        let key: PlanKey = self
+            .inputs
+            .iter()
+            .zip(shapes)
+            .map(|(spec, s)| (spec.declared.dtype, s.clone()))
+            .collect();
+        Ok(self.plan(&key)?.output_shapes())
     }
 
     /// How many plans were built so far (one per input-shape tuple seen, unless evicted).
@@ -212,7 +263,7 @@ impl Executable {
         }
     }
 
-    fn plan(&self, shapes: &[Vec<usize>]) -> Result<Arc<Plan>> {
+    fn plan(&self, shapes: &[(DataType, Vec<usize>)]) -> Result<Arc<Plan>> {
         {
             let mut plans = self.plans.lock().unwrap_or_else(|p| p.into_inner());
             if let Some(i) = plans.iter().position(|(k, _)| k.as_slice() == shapes) {
@@ -253,7 +304,19 @@ impl Executable {
         }
         let shapes: Vec<Vec<usize>> = inputs.iter().map(|t| t.shape.clone()).collect();
         self.check_input_shapes(&shapes)?;
-        let plan = self.plan(&shapes)?;
+        let key: PlanKey = inputs
+            .iter()
+            .map(|t| (t.dtype(), t.shape.clone()))
+            .collect();
+        self.run_planned(&key, inputs)
+    }
+
+    fn run_planned(
+        &self,
+        shapes: &[(DataType, Vec<usize>)],
+        inputs: Vec<Tensor>,
+    ) -> Result<Vec<Tensor>> {
+        let plan = self.plan(shapes)?;
         let mut pool = std::mem::take(&mut *self.buffers.lock().unwrap_or_else(|p| p.into_inner()));
         let result = run::run(&self.env(), &plan, inputs, &mut pool);
         let mut kept = self.buffers.lock().unwrap_or_else(|p| p.into_inner());

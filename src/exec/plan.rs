@@ -88,10 +88,11 @@ impl BuildEnv<'_> {
     fn build(
         &self,
         def: &OpDef,
-        node: &Node,
+        index: usize,
         inputs: Vec<Option<InputInfo>>,
     ) -> Result<std::result::Result<(Built, u64), ()>> {
-        let ctx = BuildCtx::new(node, self.graph.opset, inputs, Some(self.weights));
+        let node = &self.graph.nodes[index];
+        let ctx = BuildCtx::new(node, index, self.graph.opset, inputs, Some(self.weights));
         match (def.build)(&ctx) {
             Ok(built) => {
                 if built.outputs.len() < node.outputs.iter().filter(|o| o.is_some()).count() {
@@ -158,7 +159,7 @@ impl BuildEnv<'_> {
                 })
             })
             .collect();
-        let (built, reads) = self.build(def, node, infos)?.map_err(|()| {
+        let (built, reads) = self.build(def, step.node, infos)?.map_err(|()| {
             Error::new(
                 Status::InternalError,
                 format!("{}: contents missing at run time", node.describe()),
@@ -227,8 +228,8 @@ fn value_bytes(node: &Node, dtype: DataType, shape: &[usize]) -> Result<u64> {
 }
 
 impl Plan {
-    /// Plans `env.graph` for the given input shapes.
-    pub fn build(env: &BuildEnv, input_shapes: &[Vec<usize>]) -> Result<Plan> {
+    /// Plans `env.graph` for the given input types and shapes.
+    pub fn build(env: &BuildEnv, input_shapes: &[(DataType, Vec<usize>)]) -> Result<Plan> {
         let graph = env.graph;
         let n = graph.values.len();
         let mut constants: Vec<Option<Arc<Tensor>>> =
@@ -240,12 +241,8 @@ impl Plan {
                     .map(|t| Known::Static(t.dtype(), t.shape.clone()))
             })
             .collect();
-        for (&id, shape) in graph.inputs.iter().zip(input_shapes) {
-            let dtype = graph.values[id]
-                .declared
-                .as_ref()
-                .map_or(DataType::F32, |d| d.dtype);
-            types[id] = Some(Known::Static(dtype, shape.clone()));
+        for (&id, (dtype, shape)) in graph.inputs.iter().zip(input_shapes) {
+            types[id] = Some(Known::Static(*dtype, shape.clone()));
         }
 
         let mut steps = Vec::new();
@@ -283,7 +280,7 @@ impl Plan {
             let built = if dynamic {
                 None
             } else {
-                env.build(def, node, infos)?.ok()
+                env.build(def, index, infos)?.ok()
             };
             let Some((built, _)) = built else {
                 for id in node.outputs.iter().flatten() {

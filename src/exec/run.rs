@@ -87,6 +87,14 @@ pub fn run(
             let allocates = kernel.allocates_outputs();
             for (i, slot) in step.outputs.iter().enumerate() {
                 let Some(id) = slot else { continue };
+                if allocates {
+                    // The kernel replaces the placeholder with a tensor of its own making.
+                    outs.push(Tensor {
+                        shape: vec![0],
+                        data: TensorData::F32(Vec::new()),
+                    });
+                    continue;
+                }
                 let (dtype, shape) = match shapes {
                     Some(s) => {
                         let (d, sh) = s.get(i).ok_or_else(|| internal("output missing"))?;

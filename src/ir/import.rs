@@ -1,6 +1,6 @@
 //! Import of a decoded `ModelProto` (and weights passed beside it) into a [`Graph`].
 
-use super::{Attr, Dim, Graph, Node, Tensor, TensorType, ValueId, ValueInfo};
+use super::{Attr, Dim, Graph, Node, Subgraph, Tensor, TensorType, ValueId, ValueInfo};
 use crate::error::{Error, Result, Status};
 use crate::ir::DataType;
 use crate::model::onnx::{self, attribute_proto::AttributeType, type_proto, ModelProto};
@@ -51,6 +51,68 @@ pub fn import(model: &ModelProto, weights: Vec<Weight>) -> Result<Graph> {
             "weights were passed both as initializers and as weight descriptors",
         ));
     }
+    import_graph(g, opset, ir_version, weights, None)
+}
+
+/// A value an enclosing graph makes visible to a subgraph.
+#[derive(Clone, Debug)]
+pub struct Outer {
+    /// Its name.
+    pub name: String,
+    /// Its data, when it is a weight (shared, not captured at run time).
+    pub constant: Option<Arc<Tensor>>,
+    /// Its declared type.
+    pub declared: Option<TensorType>,
+}
+
+/// The names a graph uses but does not define (its own inputs, initializers and node outputs),
+/// including those its nested subgraphs use, in order of first use.
+fn free_names(g: &onnx::GraphProto) -> Vec<String> {
+    let mut defined: std::collections::HashSet<&str> = std::collections::HashSet::new();
+    for n in g.input.iter().filter_map(|v| v.name.as_deref()) {
+        defined.insert(n);
+    }
+    for n in g.initializer.iter().filter_map(|t| t.name.as_deref()) {
+        defined.insert(n);
+    }
+    for node in &g.node {
+        for o in &node.output {
+            defined.insert(o);
+        }
+    }
+    let mut out: Vec<String> = Vec::new();
+    let note = |n: &str, out: &mut Vec<String>| {
+        if !n.is_empty() && !defined.contains(n) && !out.iter().any(|o| o == n) {
+            out.push(n.to_string());
+        }
+    };
+    for node in &g.node {
+        for i in &node.input {
+            note(i, &mut out);
+        }
+        for a in &node.attribute {
+            for sub in a.g.iter().chain(&a.graphs) {
+                for n in free_names(sub) {
+                    note(&n, &mut out);
+                }
+            }
+        }
+    }
+    for o in g.output.iter().filter_map(|v| v.name.as_deref()) {
+        note(o, &mut out);
+    }
+    out
+}
+
+/// Imports one graph: the main graph (`outer` is `None`), or a subgraph seeing `outer` values
+/// of its enclosing graphs (constants are shared, the others become captured inputs).
+fn import_graph(
+    g: &onnx::GraphProto,
+    opset: i64,
+    ir_version: i64,
+    weights: Vec<Weight>,
+    outer: Option<&[Outer]>,
+) -> Result<Graph> {
     if !g.sparse_initializer.is_empty() {
         return Err(Error::new(
             Status::UnsupportedDatatype,
@@ -126,7 +188,7 @@ pub fn import(model: &ModelProto, weights: Vec<Weight>) -> Result<Graph> {
             check_weight_against_declared(name, &t, values[id].declared.as_ref())?;
             values[id].constant = Some(Arc::new(t));
         } else {
-            if values[id].declared.is_none() {
+            if values[id].declared.is_none() && outer.is_none() {
                 return Err(invalid(format!("graph input '{name}' has no tensor type")));
             }
             inputs.push(id);
@@ -137,6 +199,24 @@ pub fn import(model: &ModelProto, weights: Vec<Weight>) -> Result<Graph> {
     for (name, t) in rest {
         let id = define(&name, &mut values, &mut by_name)?;
         values[id].constant = Some(Arc::new(t));
+    }
+
+    let mut captures = Vec::new();
+    for o in outer.unwrap_or(&[]) {
+        if by_name.contains_key(&o.name) {
+            continue;
+        }
+        values.push(ValueInfo {
+            name: o.name.clone(),
+            declared: o.declared.clone(),
+            constant: o.constant.clone(),
+        });
+        let id = values.len() - 1;
+        by_name.insert(o.name.clone(), id);
+        if o.constant.is_none() {
+            inputs.push(id);
+            captures.push(o.name.clone());
+        }
     }
 
     let mut nodes = Vec::with_capacity(g.node.len());
@@ -175,14 +255,50 @@ pub fn import(model: &ModelProto, weights: Vec<Weight>) -> Result<Graph> {
             node_outputs.push(Some(id));
         }
         let mut attrs = std::collections::BTreeMap::new();
+        let mut captured: Vec<String> = Vec::new();
         for a in &n.attribute {
-            let (aname, value) = convert_attribute(a)
-                .map_err(|e| e.context(format!("node '{name}' ({op_type})")))?;
+            let here = || format!("node '{name}' ({op_type})");
+            let mut sub = |body: &onnx::GraphProto| -> Result<Subgraph> {
+                let visible = free_names(body)
+                    .into_iter()
+                    .map(|fname| {
+                        let id = *by_name.get(&fname).ok_or_else(|| {
+                            invalid(format!(
+                                "a subgraph of {} uses '{fname}', which nothing defines before it",
+                                here()
+                            ))
+                        })?;
+                        let v = &values[id];
+                        if v.constant.is_none() && !captured.contains(&fname) {
+                            captured.push(fname.clone());
+                        }
+                        Ok(Outer {
+                            name: fname,
+                            constant: v.constant.clone(),
+                            declared: v.declared.clone(),
+                        })
+                    })
+                    .collect::<Result<Vec<Outer>>>()?;
+                let graph = import_graph(body, opset, ir_version, Vec::new(), Some(&visible))
+                    .map_err(|e| e.context(here()))?;
+                Ok(Subgraph(Arc::new(graph)))
+            };
+            let (aname, value) = match (a.g.as_ref(), a.graphs.is_empty()) {
+                (Some(body), _) => (a.name.clone().unwrap_or_default(), Attr::Graph(sub(body)?)),
+                (None, false) if a.r#type == Some(AttributeType::Graphs as i32) => (
+                    a.name.clone().unwrap_or_default(),
+                    Attr::Graphs(a.graphs.iter().map(&mut sub).collect::<Result<_>>()?),
+                ),
+                _ => convert_attribute(a).map_err(|e| e.context(here()))?,
+            };
             if attrs.insert(aname.clone(), value).is_some() {
                 return Err(invalid(format!(
                     "node '{name}' ({op_type}) has attribute '{aname}' twice"
                 )));
             }
+        }
+        for c in &captured {
+            node_inputs.push(Some(by_name[c]));
         }
         nodes.push(Node {
             name,
@@ -191,6 +307,7 @@ pub fn import(model: &ModelProto, weights: Vec<Weight>) -> Result<Graph> {
             inputs: node_inputs,
             outputs: node_outputs,
             attrs,
+            captured,
         });
     }
 
@@ -216,6 +333,7 @@ pub fn import(model: &ModelProto, weights: Vec<Weight>) -> Result<Graph> {
         outputs,
         opset,
         ir_version,
+        captures,
     })
 }
 

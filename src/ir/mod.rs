@@ -8,6 +8,7 @@ mod tensor;
 mod value;
 
 pub use elem::Elem;
+pub use import::Outer;
 pub use import::{import, Weight};
 pub use tensor::{numel, try_filled, DataType, Tensor, TensorData};
 pub use value::Value;
@@ -68,8 +69,23 @@ pub enum Attr {
     Ints(Vec<i64>),
     /// A list of byte strings.
     Strings(Vec<Vec<u8>>),
-    /// A kind this backend does not evaluate (graphs, sparse tensors, type protos, tensor lists).
+    /// A graph (the body of If, Loop, Scan).
+    Graph(Subgraph),
+    /// A list of graphs.
+    Graphs(Vec<Subgraph>),
+    /// A kind this backend does not evaluate (sparse tensors, type protos, tensor lists).
     Other(&'static str),
+}
+
+/// A subgraph attribute: an imported graph whose `inputs` are its formal inputs followed by the
+/// values it captures from enclosing graphs (named in [`Graph::captures`]).
+#[derive(Clone, Debug)]
+pub struct Subgraph(pub std::sync::Arc<Graph>);
+
+impl PartialEq for Subgraph {
+    fn eq(&self, other: &Self) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0)
+    }
 }
 
 impl Attr {
@@ -83,6 +99,8 @@ impl Attr {
             Attr::Floats(_) => "floats",
             Attr::Ints(_) => "ints",
             Attr::Strings(_) => "strings",
+            Attr::Graph(_) => "graph",
+            Attr::Graphs(_) => "graphs",
             Attr::Other(k) => k,
         }
     }
@@ -103,6 +121,9 @@ pub struct Node {
     pub outputs: Vec<Option<ValueId>>,
     /// Attributes by name.
     pub attrs: BTreeMap<String, Attr>,
+    /// Names of the values this node's subgraphs capture from the enclosing graph; they are the
+    /// last `captured.len()` entries of `inputs` (implicit inputs).
+    pub captured: Vec<String>,
 }
 
 impl Node {
@@ -138,4 +159,14 @@ pub struct Graph {
     pub opset: i64,
     /// The model's IR version.
     pub ir_version: i64,
+    /// For a subgraph: the names of the values it captures from enclosing graphs, in the order
+    /// they follow the formal inputs in `inputs` (empty for the main graph).
+    pub captures: Vec<String>,
+}
+
+impl Graph {
+    /// The number of formal inputs (those a caller or the owning operator binds).
+    pub fn formal_inputs(&self) -> usize {
+        self.inputs.len() - self.captures.len()
+    }
 }

@@ -41,6 +41,7 @@ mod global_average_pool;
 mod global_max_pool;
 mod hard_sigmoid;
 mod identity;
+mod if_op;
 mod int_unary;
 mod layer_normalization;
 mod leaky_relu;
@@ -224,6 +225,7 @@ pub static REGISTRY: &[&OpDef] = &[
     &math_unary::HARD_SWISH,
     &softmax::HARD_DEF,
     &identity::DEF,
+    &if_op::DEF,
     &normalization::INSTANCE_DEF,
     &math_unary::IS_INF,
     &math_unary::IS_NAN,

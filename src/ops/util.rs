@@ -42,6 +42,8 @@ impl<'a> InputInfo<'a> {
 pub struct BuildCtx<'a> {
     /// The node.
     pub node: &'a Node,
+    /// Its position in the graph (keys what is prepared once per node).
+    pub node_index: usize,
     /// The default-domain opset version of the model.
     pub opset: i64,
     /// Inputs in order; `None` for omitted optional inputs.
@@ -59,12 +61,14 @@ impl<'a> BuildCtx<'a> {
     /// A context for building `node` under `opset` with the given inputs.
     pub fn new(
         node: &'a Node,
+        node_index: usize,
         opset: i64,
         inputs: Vec<Option<InputInfo<'a>>>,
         weights: Option<&'a WeightCache>,
     ) -> Self {
         BuildCtx {
             node,
+            node_index,
             opset,
             inputs,
             weights,
@@ -96,6 +100,33 @@ impl<'a> BuildCtx<'a> {
         match (weight, self.weights) {
             (Some(id), Some(cache)) => cache.get_or_make(id, tag, make),
             _ => make().map(Arc::new),
+        }
+    }
+
+    /// What this node prepares once per graph under `tag` (compiled subgraphs, say), shared
+    /// by every plan.
+    pub fn per_node<T: Any + Send + Sync>(
+        &self,
+        tag: &str,
+        make: impl FnOnce() -> Result<T>,
+    ) -> Result<Arc<T>> {
+        match self.weights {
+            Some(cache) => {
+                cache.get_or_make(usize::MAX, &format!("node{}/{tag}", self.node_index), make)
+            }
+            None => make().map(Arc::new),
+        }
+    }
+
+    /// A graph attribute (a subgraph), which must be present.
+    pub fn attr_graph(&self, name: &str) -> Result<&'a crate::ir::Graph> {
+        match self.attr(name) {
+            Some(Attr::Graph(g)) => Ok(&g.0),
+            Some(other) => Err(self.wrong_kind(name, "a graph", other)),
+            None => Err(self.err(
+                Status::InvalidModel,
+                format!("attribute '{name}' is required"),
+            )),
         }
     }
 
