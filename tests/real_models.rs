@@ -20,7 +20,12 @@ const MUST_RUN: &[&str] = &[
     "rapidocr_ppocr_mobile_v2_cls",
     "rapidocr_ppocrv4_det",
     "rapidocr_ppocrv4_rec",
+    "silero_vad",
+    "silero_vad_16k_op15",
+    "silero_vad_16k_sequence",
+    "silero_vad_half",
     "silero_vad_op18_ifless",
+    "silero_vad_openvino_16k",
 ];
 
 fn python() -> Option<PathBuf> {

@@ -47,6 +47,7 @@ mod layer_normalization;
 mod leaky_relu;
 mod log;
 mod logical;
+mod lstm;
 mod mat_mul;
 mod math_unary;
 mod max;
@@ -229,6 +230,7 @@ pub static REGISTRY: &[&OpDef] = &[
     &normalization::INSTANCE_DEF,
     &math_unary::IS_INF,
     &math_unary::IS_NAN,
+    &lstm::DEF,
     &layer_normalization::DEF,
     &leaky_relu::DEF,
     &compare::LESS,
