@@ -24,10 +24,14 @@ pub enum Known {
     Dynamic,
 }
 
+/// What a deferred build depended on for one input: type, shape, and the contents when the
+/// build read them (`None` for an omitted input).
+type InputKey = Option<(DataType, Vec<usize>, Option<Tensor>)>;
+
 /// The last run-time build of a deferred step, reused while its key matches.
 pub struct Memo {
-    /// Per input: type, shape, and contents when the build read them.
-    key: Vec<Option<(DataType, Vec<usize>, Option<Tensor>)>>,
+    /// Per input, what the build depended on.
+    key: Vec<InputKey>,
     /// Which inputs' contents the build read.
     reads: u64,
     /// The kernel.

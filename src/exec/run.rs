@@ -5,6 +5,9 @@ use super::plan::{BuildEnv, Known, Plan, StepKernel};
 use crate::error::{Error, Result, Status};
 use crate::ir::{DataType, Tensor, TensorData, Value};
 
+/// An output's element type and shape.
+type OutputType = (DataType, Vec<usize>);
+
 /// Storage of dead values, kept for reuse.
 #[derive(Default)]
 pub struct BufferPool {
@@ -76,7 +79,7 @@ pub fn run(
                 })
                 .collect::<Result<_>>()?;
             let memo;
-            let (kernel, shapes): (&dyn crate::ops::Kernel, Option<&[(DataType, Vec<usize>)]>) =
+            let (kernel, shapes): (&dyn crate::ops::Kernel, Option<&[OutputType]>) =
                 match &step.kernel {
                     StepKernel::Static(k) => (k.as_ref(), None),
                     StepKernel::Deferred(cell) => {

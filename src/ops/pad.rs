@@ -62,9 +62,9 @@ impl PadKernel {
         let mut idx = vec![0usize; rank];
         for o in out.iter_mut() {
             let mut src = Some(0i64);
-            for d in 0..rank {
+            for (d, &i) in idx.iter().enumerate() {
                 let n = self.in_shape[d] as i64;
-                src = match (src, source(self.mode, idx[d] as i64, self.before[d], n)) {
+                src = match (src, source(self.mode, i as i64, self.before[d], n)) {
                     (Some(s), Some(i)) => Some(s * n + i),
                     _ => None,
                 };

@@ -153,8 +153,8 @@ fn build(ctx: &BuildCtx, op: Reduce, input_from: i64) -> Result<Built> {
     }
     let mut out_shape = Vec::with_capacity(rank);
     let mut kept_dims = Vec::with_capacity(rank);
-    for d in 0..rank {
-        if !reduced[d] {
+    for (d, &r) in reduced.iter().enumerate() {
+        if !r {
             out_shape.push(x.shape[d]);
             kept_dims.push(d);
         } else if keep {

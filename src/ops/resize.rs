@@ -326,7 +326,7 @@ fn finish(
     let mut out = x.shape.to_vec();
     match (scales, sizes) {
         (Some(s), None) => {
-            if s.len() != n || s.iter().any(|&v| !(v > 0.0) || !v.is_finite()) {
+            if s.len() != n || s.iter().any(|&v| v.is_nan() || v <= 0.0 || !v.is_finite()) {
                 return Err(ctx.err(Status::InvalidModel, format!("scales {s:?}")));
             }
             for (k, &a) in axes.iter().enumerate() {

@@ -26,8 +26,8 @@ impl TileKernel {
         let mut idx = vec![0usize; rank];
         for o in out.iter_mut() {
             let mut src = 0;
-            for d in 0..rank {
-                src = src * self.in_shape[d] + idx[d] % self.in_shape[d];
+            for (&i, &n) in idx.iter().zip(&self.in_shape) {
+                src = src * n + i % n;
             }
             *o = x[src];
             for d in (0..rank).rev() {
