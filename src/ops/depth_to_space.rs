@@ -23,7 +23,7 @@ pub static SPACE_TO_DEPTH_DEF: OpDef = OpDef {
     op_type: "SpaceToDepth",
     domain: "",
     min_opset: 1,
-    attributes: &["blocksize"],
+    attributes: &["blocksize", "mode"],
     types: ANY,
     build: build_s2d,
 };
@@ -88,11 +88,17 @@ fn build_s2d(ctx: &BuildCtx) -> Result<Built> {
             "spatial size is not a multiple of blocksize",
         ));
     }
+    // DCR puts the block offset before the channel, CRD after it.
+    let perm = match ctx.attr_string("mode", "DCR")?.as_str() {
+        "DCR" => vec![0, 3, 5, 1, 2, 4],
+        "CRD" => vec![0, 1, 3, 5, 2, 4],
+        other => return Err(ctx.err(Status::InvalidModel, format!("mode '{other}'"))),
+    };
     Ok(Built {
         outputs: vec![(ctx.input(0)?.dtype, vec![n, c * b * b, h / b, w / b])],
         kernel: Box::new(ViewTranspose {
             view: vec![n, c, h / b, b, w / b, b],
-            perm: vec![0, 3, 5, 1, 2, 4],
+            perm,
         }),
     })
 }

@@ -1,10 +1,9 @@
-//! `Dropout`: in inference the output is the input. The optional mask output and training mode
-//! are not supported.
+//! `Dropout`: in inference the output is the input and the optional mask is all true. Training
+//! mode is supported only with a zero ratio (nothing dropped); random dropping is refused.
 
-use super::util::CopyKernel;
-use super::{BuildCtx, Built, OpDef, ANY};
-use crate::error::{Result, Status};
-use crate::ir::TensorData;
+use super::{BuildCtx, Built, Kernel, OpDef, ANY};
+use crate::error::{Error, Result, Status};
+use crate::ir::{Elem, Tensor, TensorData};
 
 /// The `Dropout` operator.
 pub static DEF: OpDef = OpDef {
@@ -16,12 +15,31 @@ pub static DEF: OpDef = OpDef {
     build,
 };
 
+/// Inference-mode Dropout: the output is the input; the mask, when asked for, is all true.
+struct DropoutKernel {
+    mask: bool,
+}
+
+impl Kernel for DropoutKernel {
+    fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor]) -> Result<()> {
+        let x = inputs[0].ok_or_else(|| Error::new(Status::InternalError, "input missing"))?;
+        outputs[0].data = x.data.clone();
+        if self.mask {
+            if let Some(m) = outputs.get_mut(1) {
+                m.as_mut_slice::<bool>()?.fill(true);
+            }
+        }
+        Ok(())
+    }
+}
+
 fn build(ctx: &BuildCtx) -> Result<Built> {
     ctx.arity(1, 3, 1, 2)?;
-    if ctx.node.outputs.get(1).copied().flatten().is_some() {
+    let mask = ctx.node.outputs.get(1).copied().flatten().is_some();
+    if mask && ctx.node.outputs[0].is_none() {
         return Err(ctx.err(
             Status::UnsupportedAttribute,
-            "the mask output is not supported",
+            "a mask without the output is not supported",
         ));
     }
     if ctx.opset < 7 && ctx.node.attrs.contains_key("is_test") && ctx.attr_int("is_test", 0)? == 0 {
@@ -41,16 +59,28 @@ fn build(ctx: &BuildCtx) -> Result<Built> {
                 ))
             }
         };
-        if on {
+        // Training with ratio 0 drops nothing: the same as inference.
+        let ratio_zero = match ctx.opt_input(1) {
+            Some(_) => {
+                let r = ctx.const_input(1, "ratio")?;
+                crate::dispatch_float!(r.dtype(), T => r.as_slice::<T>()?.iter().all(|v| v.to_f64() == 0.0),
+                    _o => false)
+            }
+            None => false,
+        };
+        if on && !ratio_zero {
             return Err(ctx.err(
                 Status::UnsupportedAttribute,
-                "training mode is not supported",
+                "training mode with a non-zero ratio (random dropping) is not supported",
             ));
         }
     }
     let x = ctx.input(0)?;
     Ok(Built {
-        outputs: vec![(x.dtype, x.shape.to_vec())],
-        kernel: Box::new(CopyKernel),
+        outputs: vec![
+            (x.dtype, x.shape.to_vec()),
+            (crate::ir::DataType::Bool, x.shape.to_vec()),
+        ],
+        kernel: Box::new(DropoutKernel { mask }),
     })
 }

@@ -47,6 +47,7 @@ mod layer_normalization;
 mod leaky_relu;
 mod log;
 mod logical;
+mod lrn;
 mod lstm;
 mod mat_mul;
 mod math_unary;
@@ -230,6 +231,7 @@ pub static REGISTRY: &[&OpDef] = &[
     &normalization::INSTANCE_DEF,
     &math_unary::IS_INF,
     &math_unary::IS_NAN,
+    &lrn::DEF,
     &lstm::DEF,
     &layer_normalization::DEF,
     &leaky_relu::DEF,

@@ -6,7 +6,7 @@
 //! type; the others accumulate in f64.
 
 use super::util::BuildCtx;
-use super::{Built, Kernel, OpDef, NUMERIC};
+use super::{Built, Kernel, OpDef, ANY, NUMERIC};
 use crate::error::{Error, Result, Status};
 use crate::ir::{Elem, Tensor};
 use crate::kernels::scalar::Scalar;
@@ -114,9 +114,30 @@ impl ReduceKernel {
     }
 }
 
+impl ReduceKernel {
+    /// Max (any) and Min (all) of booleans.
+    fn compute_bool(&self, x: &Tensor, out: &mut Tensor) -> Result<()> {
+        let x = x.as_slice::<bool>()?;
+        let out = out.as_mut_slice::<bool>()?;
+        let any = self.op == Reduce::Max;
+        out.fill(!any);
+        self.walk(x, |o, v| {
+            if any {
+                out[o] |= v;
+            } else {
+                out[o] &= v;
+            }
+        });
+        Ok(())
+    }
+}
+
 impl Kernel for ReduceKernel {
     fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor]) -> Result<()> {
         let x = inputs[0].ok_or_else(|| Error::new(Status::InternalError, "input missing"))?;
+        if x.dtype() == crate::ir::DataType::Bool {
+            return self.compute_bool(x, &mut outputs[0]);
+        }
         crate::dispatch_numeric!(x.dtype(), T => self.compute::<T>(x, &mut outputs[0]),
             other => Err(Error::new(Status::UnsupportedDatatype, format!("{other:?}"))))
     }
@@ -137,6 +158,12 @@ fn given_axes(ctx: &BuildCtx, input_from: i64) -> Result<Option<Vec<i64>>> {
 fn build(ctx: &BuildCtx, op: Reduce, input_from: i64) -> Result<Built> {
     ctx.arity(1, 2, 1, 1)?;
     let x = ctx.input(0)?;
+    if x.dtype == crate::ir::DataType::Bool && !matches!(op, Reduce::Max | Reduce::Min) {
+        return Err(ctx.err(
+            Status::UnsupportedDatatype,
+            "bool inputs reduce by Max or Min only",
+        ));
+    }
     let rank = x.shape.len();
     let keep = ctx.attr_int("keepdims", 1)? != 0;
     let noop = ctx.attr_int("noop_with_empty_axes", 0)? != 0;
@@ -184,13 +211,16 @@ fn build(ctx: &BuildCtx, op: Reduce, input_from: i64) -> Result<Built> {
 
 macro_rules! reduction {
     ($def:ident, $name:literal, $op:ident, $input_from:literal, $f:ident) => {
+        reduction!($def, $name, $op, $input_from, $f, NUMERIC);
+    };
+    ($def:ident, $name:literal, $op:ident, $input_from:literal, $f:ident, $types:ident) => {
         #[doc = concat!("The `", $name, "` operator.")]
         pub static $def: OpDef = OpDef {
             op_type: $name,
             domain: "",
             min_opset: 1,
             attributes: &["axes", "keepdims", "noop_with_empty_axes"],
-            types: NUMERIC,
+            types: $types,
             build: $f,
         };
         fn $f(ctx: &BuildCtx) -> Result<Built> {
@@ -201,8 +231,8 @@ macro_rules! reduction {
 
 reduction!(SUM, "ReduceSum", Sum, 13, build_sum);
 reduction!(MEAN, "ReduceMean", Mean, 18, build_mean);
-reduction!(MAX, "ReduceMax", Max, 18, build_max);
-reduction!(MIN, "ReduceMin", Min, 18, build_min);
+reduction!(MAX, "ReduceMax", Max, 18, build_max, ANY);
+reduction!(MIN, "ReduceMin", Min, 18, build_min, ANY);
 reduction!(PROD, "ReduceProd", Prod, 18, build_prod);
 reduction!(L1, "ReduceL1", L1, 18, build_l1);
 reduction!(L2, "ReduceL2", L2, 18, build_l2);
