@@ -136,9 +136,9 @@ class GraphBuilder:
     def op(self, op_type: str, *inputs: str, n_out: int = 1,
            out: Optional[Sequence[str]] = None, **attrs) -> Union[str, List[str]]:
         """Appends a node; returns its output name (or the list of them when n_out > 1).
-        `out` gives the output names explicitly (graph outputs)."""
+        `out` names outputs explicitly (graph outputs); a None entry keeps the default name."""
         name = self._unique("/" + "/".join(self._scope + [op_type]))
-        outs = list(out) if out is not None else [f"{name}_output_{i}" for i in range(n_out)]
+        outs = [o or f"{name}_output_{i}" for i, o in enumerate(out or [None] * n_out)]
         self.nodes.append(helper.make_node(op_type, list(inputs), outs, name=name, **attrs))
         return outs[0] if len(outs) == 1 else outs
 
@@ -201,29 +201,36 @@ def linear(g: GraphBuilder, x: str, n_in: int, n_out: int, name: str, bias: bool
 
 
 def conv(g: GraphBuilder, x: str, c_in: int, c_out: int, kernel: Sequence[int],
-         stride: int = 1, pad: int = 0) -> str:
+         stride: int = 1, pad: int = 0, zero_mean: bool = False) -> str:
+    """Conv with N(0, 1/fan_in) weights; zero_mean makes every filter an edge detector
+    (no response to flat input beyond its bias)."""
     fan_in = c_in * int(np.prod(kernel))
-    w = g.normal("weight", (c_out, c_in, *kernel), 1.0 / math.sqrt(fan_in))
+    w = g.rng.normal(0.0, 1.0 / math.sqrt(fan_in), (c_out, c_in, *kernel))
+    if zero_mean:
+        w -= w.mean(axis=tuple(range(1, w.ndim)), keepdims=True)
+    w = g.param("weight", w.astype(np.float32))
     b = g.normal("bias", (c_out,), 0.05)
     return g.op("Conv", x, w, b, kernel_shape=list(kernel), strides=[stride] * len(kernel),
                 pads=[pad] * (2 * len(kernel)))
 
 
-def layer_norm(g: GraphBuilder, x: str, hidden: int, name: str, eps: float) -> str:
+def layer_norm(g: GraphBuilder, x: str, hidden: int, name: str, eps: float,
+               out: Optional[str] = None) -> str:
     with g.scope(name):
         gamma = g.normal("weight", (hidden,), 0.1, mean=1.0)
         beta = g.normal("bias", (hidden,), 0.05)
-        return g.op("LayerNormalization", x, gamma, beta, axis=-1, epsilon=eps)
+        return g.op("LayerNormalization", x, gamma, beta, axis=-1, epsilon=eps, out=[out])
 
 
-def rms_norm(g: GraphBuilder, x: str, hidden: int, name: str, eps: float = 1e-6) -> str:
+def rms_norm(g: GraphBuilder, x: str, hidden: int, name: str, eps: float = 1e-6,
+             out: Optional[str] = None) -> str:
     """LlamaRMSNorm: w * (x / sqrt(mean(x^2) + eps)), computed in float32."""
     with g.scope(name):
         xf = g.op("Cast", x, to=FLOAT)
         var = g.op("ReduceMean", g.op("Pow", xf, g.const(2.0, np.float32)), axes=[-1], keepdims=1)
         inv = g.op("Reciprocal", g.op("Sqrt", g.op("Add", var, g.const(eps, np.float32))))
         y = g.op("Cast", g.op("Mul", xf, inv), to=FLOAT)
-        return g.op("Mul", g.normal("weight", (hidden,), 0.1, mean=1.0), y)
+        return g.op("Mul", g.normal("weight", (hidden,), 0.1, mean=1.0), y, out=[out])
 
 
 def gelu_erf(g: GraphBuilder, x: str) -> str:
@@ -268,9 +275,12 @@ def divide_by(g: GraphBuilder, value: float) -> Callable[[str], str]:
     return lambda s: g.op("Div", s, g.const(value, np.float32))
 
 
-def embedding(g: GraphBuilder, name: str, rows: int, hidden: int, ids: str, scale: float) -> str:
+def embedding(g: GraphBuilder, name: str, rows: int, hidden: int, ids: str,
+              scale: float) -> Tuple[str, str]:
+    """Gather from a [rows, hidden] table; returns (embeddings, table name)."""
     with g.scope(name):
-        return g.op("Gather", g.normal("weight", (rows, hidden), scale), ids, axis=0)
+        table = g.normal("weight", (rows, hidden), scale)
+        return g.op("Gather", table, ids, axis=0), table
 
 
 def positions(g: GraphBuilder, seq: str) -> str:
@@ -312,9 +322,9 @@ def bert_block(g: GraphBuilder, rng: np.random.Generator) -> Spec:
         buffer = g.param("token_type_ids", np.zeros((1, P), dtype=np.int64))
         types = g.op("Slice", buffer, g.const([0]), unsqueeze(g, seq, [0]), g.const([1]))
         types = g.op("Expand", types, g.op("Shape", ids))
-        x = g.op("Add", embedding(g, "word_embeddings", V, H, ids, 0.5),
-                 embedding(g, "token_type_embeddings", 2, H, types, 0.1))
-        x = g.op("Add", x, embedding(g, "position_embeddings", P, H, pos_ids, 0.2))
+        x = g.op("Add", embedding(g, "word_embeddings", V, H, ids, 0.5)[0],
+                 embedding(g, "token_type_embeddings", 2, H, types, 0.1)[0])
+        x = g.op("Add", x, embedding(g, "position_embeddings", P, H, pos_ids, 0.2)[0])
         x = layer_norm(g, x, H, "LayerNorm", 1e-12)
 
     # get_extended_attention_mask: mask[:, None, None, :], (1 - mask) * -10000
@@ -334,9 +344,7 @@ def bert_block(g: GraphBuilder, rng: np.random.Generator) -> Spec:
             inter = gelu_erf(g, linear(g, x, H, FF, "dense"))
         with g.scope("output"):
             y = g.op("Add", linear(g, inter, FF, H, "dense"), x)
-            y = g.op("LayerNormalization", y, g.normal("LayerNorm.weight", (H,), 0.1, mean=1.0),
-                     g.normal("LayerNorm.bias", (H,), 0.05), axis=-1, epsilon=1e-12,
-                     out=["last_hidden_state"])
+            layer_norm(g, y, H, "LayerNorm", 1e-12, out="last_hidden_state")
 
     # [CLS] w1 .. w10 [SEP] [PAD] x4, as a tokenizer pads a short sentence to 16.
     S, pad = 16, 4
@@ -363,9 +371,9 @@ def gpt2_block(g: GraphBuilder, rng: np.random.Generator) -> Spec:
     D = H // NH
     ids = "input_ids"
     with g.scope("transformer"):
-        wte_scope = ".".join(["transformer", "wte", "weight"])
-        x = g.op("Add", embedding(g, "wte", V, H, ids, 0.3),
-                 embedding(g, "wpe", P, H, unsqueeze(g, positions(g, dim(g, ids, 1)), [0]), 0.1))
+        tokens, wte = embedding(g, "wte", V, H, ids, 0.3)
+        pos_ids = unsqueeze(g, positions(g, dim(g, ids, 1)), [0])
+        x = g.op("Add", tokens, embedding(g, "wpe", P, H, pos_ids, 0.1)[0])
         with g.scope("h.0"):
             h = layer_norm(g, x, H, "ln_1", 1e-5)
             with g.scope("attn"):
@@ -385,7 +393,7 @@ def gpt2_block(g: GraphBuilder, rng: np.random.Generator) -> Spec:
             x = g.op("Add", x, m)
         x = layer_norm(g, x, H, "ln_f", 1e-5)
     with g.scope("lm_head"):  # tied to transformer.wte
-        g.op("MatMul", x, g.op("Transpose", wte_scope, perm=[1, 0]), out=["logits"])
+        g.op("MatMul", x, g.op("Transpose", wte, perm=[1, 0]), out=["logits"])
 
     return Spec([tensor_info(ids, INT64, TOKENS)],
                 [tensor_info("logits", FLOAT, TOKENS + [V])],
@@ -416,7 +424,7 @@ def llama_block(g: GraphBuilder, rng: np.random.Generator) -> Spec:
     D = H // NH
     ids = "input_ids"
     with g.scope("model"):
-        x = embedding(g, "embed_tokens", V, H, ids, 0.5)
+        x = embedding(g, "embed_tokens", V, H, ids, 0.5)[0]
         pos = positions(g, dim(g, ids, 1))
         with g.scope("rotary_emb"):
             inv_freq = 1.0 / THETA ** (np.arange(0, D, 2, dtype=np.float32) / D)
@@ -448,13 +456,7 @@ def llama_block(g: GraphBuilder, rng: np.random.Generator) -> Spec:
                 gate = silu(g, linear(g, h, H, FF, "gate_proj", bias=False))
                 up = linear(g, h, H, FF, "up_proj", bias=False)
                 x = g.op("Add", x, linear(g, g.op("Mul", gate, up), FF, H, "down_proj", bias=False))
-        with g.scope("norm"):
-            w = g.normal("weight", (H,), 0.1, mean=1.0)
-        with g.scope("norm"):  # written out again so that the last Mul names the output
-            xf = g.op("Cast", x, to=FLOAT)
-            var = g.op("ReduceMean", g.op("Pow", xf, g.const(2.0, np.float32)), axes=[-1], keepdims=1)
-            inv = g.op("Reciprocal", g.op("Sqrt", g.op("Add", var, g.const(1e-6, np.float32))))
-            g.op("Mul", w, g.op("Cast", g.op("Mul", xf, inv), to=FLOAT), out=["hidden"])
+        rms_norm(g, x, H, "norm", out="hidden")
 
     return Spec([tensor_info(ids, INT64, TOKENS)],
                 [tensor_info("hidden", FLOAT, TOKENS + [H])],
@@ -490,7 +492,7 @@ def vad_lstm_if(g: GraphBuilder, rng: np.random.Generator) -> Spec:
         r = g.normal("weight_hh", (1, 4 * HID, HID), 1.0 / math.sqrt(HID))
         bias = g.normal("bias", (1, 8 * HID), 0.1)
         y, _, _ = g.op("LSTM", seq, w, r, bias, "", "h", "c", hidden_size=HID,
-                       out=[f"/lstm/LSTM_output_0", "hn", "cn"])
+                       out=[None, "hn", "cn"])
     with g.scope("decoder"):
         last = squeeze(g, g.op("Slice", y, g.const([-1]), g.const([INT64_MAX]), g.const([0])), [0, 1])
         logit = g.op("Gemm", g.op("Relu", last), g.normal("weight", (1, HID), 1.0 / math.sqrt(HID)),
@@ -556,9 +558,15 @@ def yolo_head(g: GraphBuilder, rng: np.random.Generator) -> Spec:
 
 
 def text_line(rng: np.random.Generator, height: int, width: int) -> np.ndarray:
-    """Dark glyph-like strokes on light paper, 3 x H x W in [0, 1]."""
+    """Dark glyph-like strokes on light paper, 3 x H x W in [0, 1]: words of 2-4 glyphs
+    (5 pixels wide, 1 apart) separated by 6-pixel spaces."""
     gray = np.full((height, width), 0.92) - 0.06 * np.linspace(0.0, 1.0, width)[None]
-    for x0 in range(2, width - 6, 6):  # one 5-pixel-wide glyph per 6 columns
+    starts, x0 = [], 2
+    while x0 + 5 <= width - 2:
+        n = int(rng.integers(2, 5))
+        starts += [x0 + 6 * i for i in range(n) if x0 + 6 * i + 5 <= width - 2]
+        x0 += 6 * n + 6
+    for x0 in starts:
         for _ in range(rng.integers(1, 4)):
             kind = rng.integers(0, 3)
             if kind == 0:  # vertical stem
@@ -578,14 +586,18 @@ def ctc_head(g: GraphBuilder, rng: np.random.Generator) -> Spec:
     NCLS = 20
     with g.scope("backbone"):
         with g.scope("conv1"):
-            y = g.op("Relu", conv(g, "x", 3, 8, [3, 3], 1, 1))
+            y = g.op("Relu", conv(g, "x", 3, 8, [3, 3], 1, 1, zero_mean=True))
         y = g.op("MaxPool", y, kernel_shape=[2, 2], strides=[2, 2])
         with g.scope("conv2"):
-            y = g.op("Relu", conv(g, y, 8, 16, [3, 3], 1, 1))  # [B, 16, 8, W/2]
+            y = g.op("Relu", conv(g, y, 8, 16, [3, 3], 1, 1, zero_mean=True))  # [B, 16, 8, W/2]
     with g.scope("neck"):
         y = g.op("Transpose", g.op("ReduceMean", y, axes=[2], keepdims=0), perm=[0, 2, 1])
+    with g.scope("head", "fc"):  # class 0 is the CTC blank, favoured where there is no ink
+        w = g.normal("weight", (16, NCLS), 4.0 / math.sqrt(16))
+        b = g.rng.normal(0.0, 0.05, NCLS).astype(np.float32)
+        b[0] += 1.0
+        logits = g.op("Add", g.op("MatMul", y, w), g.param("bias", b))
     with g.scope("head"):
-        logits = linear(g, y, 16, NCLS, "fc")
         probs = g.op("Softmax", logits, axis=2, out=["probs"])
         g.op("ArgMax", probs, axis=2, keepdims=0, out=["labels"])
 
@@ -656,6 +668,18 @@ def check_vad_branch(model, session, feeds, outs) -> str:
             f"|prob(8 kHz) - prob| {other:.2g}")
 
 
+def check_ctc(model, session, feeds, outs) -> str:
+    """ArgMax must be unambiguous (top-2 margin) and agree with the probabilities."""
+    probs, labels = outs
+    top2 = np.sort(probs, axis=-1)[..., -2:]
+    margin = float((top2[..., 1] - top2[..., 0]).min())
+    assert margin > 1e-3, f"ArgMax nearly tied (margin {margin})"
+    assert np.array_equal(labels, probs.argmax(-1))
+    seq = [int(c) for i, c in enumerate(labels[0]) if c != 0 and (i == 0 or c != labels[0][i - 1])]
+    return (f"{int((labels != 0).sum())}/{labels.size} non-blank frames, greedy CTC decode {seq}, "
+            f"min top-2 margin {margin:.2g}")
+
+
 @dataclass(frozen=True)
 class Case:
     name: str
@@ -669,7 +693,7 @@ CASES: List[Case] = [
     Case("llama_block", llama_block, check_causal),
     Case("vad_lstm_if", vad_lstm_if, check_vad_branch),
     Case("yolo_head", yolo_head),
-    Case("ctc_head", ctc_head),
+    Case("ctc_head", ctc_head, check_ctc),
 ]
 
 

@@ -1,9 +1,11 @@
-//! The models people try first: the 11 `.onnx` models shipped inside the magika, nudenet,
-//! rapidocr-onnxruntime and silero-vad wheels, downloaded at test time by
-//! `scripts/real_models.py` (pinned versions, never committed) with realistic inputs and ONNX
-//! Runtime's outputs. Each model either runs and matches ONNX Runtime (rtol 1e-3, atol 1e-4),
-//! or is refused with an UNSUPPORTED_* status naming what is missing; the models listed in
-//! [`MUST_RUN`] must run. A wrong answer, or any other error, fails the test.
+//! Real models against ONNX Runtime, with data made at test time (never committed):
+//! - the 11 `.onnx` models shipped inside the magika, nudenet, rapidocr-onnxruntime and silero-vad
+//!   wheels, downloaded by `scripts/real_models.py` (pinned versions) with realistic inputs;
+//! - six small model families built by `scripts/model_families.py` with the onnx helper.
+//!
+//! Each model either runs and matches ONNX Runtime (rtol 1e-3, atol 1e-4) or is refused with an
+//! UNSUPPORTED_* status naming what is missing; a wrong answer, or any other error, fails. The
+//! wheel models in [`MUST_RUN`] and every family must run.
 #![forbid(unsafe_code)]
 
 use onnxifi_rust::graph::compile_executable;
@@ -79,40 +81,58 @@ fn matches(got: &Tensor, want: &Tensor) -> Result<(), String> {
     }
 }
 
-#[test]
-fn wheel_models_match_onnxruntime_or_are_refused_precisely() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let cases = root.join(".testdata/real/cases");
-    if !cases.join("silero_vad/output_0.pb").is_file() {
-        let Some(py) = python() else {
-            if std::env::var_os("CI").is_some() {
-                panic!("no Python venv: run scripts/setup-test-env.sh");
-            }
-            eprintln!("skipped: no Python venv (run scripts/setup-test-env.sh)");
-            return;
-        };
-        let out = Command::new(py)
-            .arg(root.join("scripts/real_models.py"))
-            .output()
-            .expect("run scripts/real_models.py");
-        assert!(
-            out.status.success(),
-            "scripts/real_models.py failed:\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+/// Makes the cases with `script` (a Python script of `scripts/`) unless `probe` exists.
+fn ensure_cases(script: &str, probe: &Path) -> bool {
+    if probe.is_file() {
+        return true;
     }
-    let mut names: Vec<String> = std::fs::read_dir(&cases)
+    let Some(py) = python() else {
+        if std::env::var_os("CI").is_some() {
+            panic!("no Python venv: run scripts/setup-test-env.sh");
+        }
+        eprintln!("skipped: no Python venv (run scripts/setup-test-env.sh)");
+        return false;
+    };
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out = Command::new(py)
+        .arg(root.join("scripts").join(script))
+        .output()
+        .unwrap_or_else(|e| panic!("run scripts/{script}: {e}"));
+    assert!(
+        out.status.success(),
+        "scripts/{script} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    true
+}
+
+/// What running every case of a directory gave: the names that ran and matched, the refusals
+/// (UNSUPPORTED_*), and everything else (wrong answers, other errors).
+struct Outcome {
+    ran: Vec<String>,
+    refused: Vec<String>,
+    failures: Vec<String>,
+    total: usize,
+}
+
+fn run_cases(cases: &Path) -> Outcome {
+    let mut names: Vec<String> = std::fs::read_dir(cases)
         .expect("case directory")
         .filter_map(|e| e.ok())
+        .filter(|e| e.path().join("model.onnx").is_file())
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect();
     names.sort();
-    assert_eq!(names.len(), 11, "expected 11 wheel models: {names:?}");
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(2)
         .build()
         .unwrap();
-    let (mut ran, mut refused, mut failures) = (Vec::new(), Vec::new(), Vec::new());
+    let mut o = Outcome {
+        ran: Vec::new(),
+        refused: Vec::new(),
+        failures: Vec::new(),
+        total: names.len(),
+    };
     for name in &names {
         let dir = cases.join(name);
         let bytes = std::fs::read(dir.join("model.onnx")).unwrap();
@@ -132,25 +152,60 @@ fn wheel_models_match_onnxruntime_or_are_refused_precisely() {
             Ok(())
         })();
         match verdict {
-            Ok(()) => ran.push(name.clone()),
-            Err((true, why)) => refused.push(format!("{name}: {why}")),
-            Err((false, why)) => failures.push(format!("{name}: {why}")),
+            Ok(()) => o.ran.push(name.clone()),
+            Err((true, why)) => o.refused.push(format!("{name}: {why}")),
+            Err((false, why)) => o.failures.push(format!("{name}: {why}")),
         }
     }
+    o
+}
+
+#[test]
+fn wheel_models_match_onnxruntime_or_are_refused_precisely() {
+    let cases = Path::new(env!("CARGO_MANIFEST_DIR")).join(".testdata/real/cases");
+    if !ensure_cases("real_models.py", &cases.join("silero_vad/output_0.pb")) {
+        return;
+    }
+    let o = run_cases(&cases);
+    assert_eq!(o.total, 11, "expected 11 wheel models");
     println!(
-        "wheel models: {} of {} run and match ONNX Runtime: {ran:?}",
-        ran.len(),
-        names.len()
+        "wheel models: {} of {} run and match ONNX Runtime: {:?}",
+        o.ran.len(),
+        o.total,
+        o.ran
     );
-    for r in &refused {
+    for r in &o.refused {
         println!("refused: {}", r.chars().take(300).collect::<String>());
     }
     assert!(
-        failures.is_empty(),
+        o.failures.is_empty(),
         "wrong answers or errors:\n{}",
-        failures.join("\n")
+        o.failures.join("\n")
     );
     for must in MUST_RUN {
-        assert!(ran.iter().any(|r| r == must), "{must} no longer runs");
+        assert!(o.ran.iter().any(|r| r == must), "{must} no longer runs");
     }
+}
+
+/// Small models of the families people run, built with the onnx helper at test time by
+/// `scripts/model_families.py` the way exporters write them: a BERT block with an attention
+/// mask, a GPT-2 block with a causal mask, a Llama block with RMSNorm and rotary embeddings, an
+/// LSTM voice-activity model with If branches, a YOLO-style head (Resize/Split/Concat) and a
+/// CTC text-recognition head. Every one must run and match ONNX Runtime.
+#[test]
+fn model_families_match_onnxruntime() {
+    let cases = Path::new(env!("CARGO_MANIFEST_DIR")).join(".testdata/families");
+    if !ensure_cases("model_families.py", &cases.join("ctc_head/output_1.pb")) {
+        return;
+    }
+    let o = run_cases(&cases);
+    println!(
+        "model families: {} of {} run and match ONNX Runtime: {:?}",
+        o.ran.len(),
+        o.total,
+        o.ran
+    );
+    assert_eq!(o.total, 6, "expected 6 model families");
+    let problems: Vec<&String> = o.refused.iter().chain(&o.failures).collect();
+    assert!(problems.is_empty(), "{problems:#?}");
 }

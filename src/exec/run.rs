@@ -8,6 +8,10 @@ use crate::ir::{DataType, Tensor, TensorData, Value};
 /// An output's element type and shape.
 type OutputType = (DataType, Vec<usize>);
 
+/// The most buffers a pool keeps: more than a plan's values can need at once, and a bound on
+/// what a stream of runs with growing shapes can leave behind.
+const POOL_LIMIT: usize = 256;
+
 /// Storage of dead values, kept for reuse.
 #[derive(Default)]
 pub struct BufferPool {
@@ -35,9 +39,9 @@ impl BufferPool {
         }
     }
 
-    /// Gives storage back.
+    /// Gives storage back (dropped instead once the pool holds [`POOL_LIMIT`] buffers).
     pub fn give(&mut self, data: TensorData) {
-        if data.capacity() > 0 {
+        if data.capacity() > 0 && self.free.len() < POOL_LIMIT {
             self.free.push(data);
         }
     }
@@ -137,12 +141,6 @@ pub fn run(
             return Err(internal("an output was not computed"));
         };
         result.push(t);
-    }
-    // Graph inputs that are not outputs go back to the pool too.
-    for v in values.into_iter().flatten() {
-        if let Value::Tensor(t) = v {
-            pool.give(t.data);
-        }
     }
     Ok(result)
 }
