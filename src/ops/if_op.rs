@@ -3,11 +3,11 @@
 //! values a branch captures from the enclosing graph arrive as the node's implicit inputs. The
 //! outputs take the chosen branch's shapes, so they are allocated by the kernel.
 
+use super::subgraph::Body;
 use super::util::BuildCtx;
 use super::{Built, Kernel, OpDef};
 use crate::error::{Error, Result, Status};
-use crate::exec::Executable;
-use crate::ir::{DataType, Graph, Tensor};
+use crate::ir::{DataType, Tensor};
 use std::sync::Arc;
 
 /// The `If` operator.
@@ -20,44 +20,8 @@ pub static DEF: OpDef = OpDef {
     build,
 };
 
-/// A compiled branch and, per captured value, the node input that carries it.
-struct Branch {
-    exe: Executable,
-    inputs: Vec<usize>,
-}
-
-impl Branch {
-    fn new(ctx: &BuildCtx, g: &Graph) -> Result<Branch> {
-        if g.formal_inputs() != 0 {
-            return Err(ctx.err(Status::InvalidModel, "an If branch takes no inputs"));
-        }
-        let first_implicit = ctx.node.inputs.len() - ctx.node.captured.len();
-        let inputs = g
-            .captures
-            .iter()
-            .map(|name| {
-                ctx.node
-                    .captured
-                    .iter()
-                    .position(|c| c == name)
-                    .map(|k| first_implicit + k)
-                    .ok_or_else(|| {
-                        ctx.err(
-                            Status::InternalError,
-                            format!("captured '{name}' is not an input"),
-                        )
-                    })
-            })
-            .collect::<Result<_>>()?;
-        Ok(Branch {
-            exe: Executable::subgraph(g)?,
-            inputs,
-        })
-    }
-}
-
 struct IfKernel {
-    branches: Arc<(Branch, Branch)>,
+    branches: Arc<(Body, Body)>,
     outputs: usize,
 }
 
@@ -76,19 +40,7 @@ impl Kernel for IfKernel {
         } else {
             &self.branches.1
         };
-        let ins = branch
-            .inputs
-            .iter()
-            .map(|&i| {
-                inputs
-                    .get(i)
-                    .copied()
-                    .flatten()
-                    .cloned()
-                    .ok_or_else(missing)
-            })
-            .collect::<Result<Vec<Tensor>>>()?;
-        let results = branch.exe.run_subgraph(ins)?;
+        let results = branch.run(Vec::new(), inputs)?;
         if results.len() != self.outputs {
             return Err(Error::new(
                 Status::InvalidModel,
@@ -136,7 +88,7 @@ fn build(ctx: &BuildCtx) -> Result<Built> {
         ));
     }
     let branches = ctx.per_node("branches", || {
-        Ok((Branch::new(ctx, then_g)?, Branch::new(ctx, else_g)?))
+        Ok((Body::new(ctx, then_g, 0)?, Body::new(ctx, else_g, 0)?))
     })?;
     let outputs = then_g
         .outputs

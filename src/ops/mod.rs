@@ -6,6 +6,7 @@
 mod binary;
 mod pointwise;
 mod spatial;
+mod subgraph;
 mod unary;
 mod util;
 mod variadic;
@@ -47,6 +48,7 @@ mod layer_normalization;
 mod leaky_relu;
 mod log;
 mod logical;
+mod loop_op;
 mod lrn;
 mod lstm;
 mod mat_mul;
@@ -68,6 +70,7 @@ mod reduce;
 mod relu;
 mod reshape;
 mod resize;
+mod scan;
 mod selu;
 mod shape;
 mod sigmoid;
@@ -239,6 +242,7 @@ pub static REGISTRY: &[&OpDef] = &[
     &compare::LESS_OR_EQUAL,
     &log::DEF,
     &softmax::LOG_DEF,
+    &loop_op::DEF,
     &mat_mul::DEF,
     &max::DEF,
     &max_pool::DEF,
@@ -269,6 +273,7 @@ pub static REGISTRY: &[&OpDef] = &[
     &reshape::DEF,
     &resize::DEF,
     &math_unary::ROUND,
+    &scan::DEF,
     &selu::DEF,
     &shape::DEF,
     &math_unary::SHRINK,
