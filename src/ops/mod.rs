@@ -70,6 +70,8 @@ mod reduce;
 mod relu;
 mod reshape;
 mod resize;
+mod rms_normalization;
+mod rotary_embedding;
 mod scan;
 mod selu;
 mod shape;
@@ -257,6 +259,7 @@ pub static REGISTRY: &[&OpDef] = &[
     &prelu::DEF,
     &pad::DEF,
     &pow::DEF,
+    &rms_normalization::DEF,
     &range::DEF,
     &reciprocal::DEF,
     &reduce::L1,
@@ -272,6 +275,7 @@ pub static REGISTRY: &[&OpDef] = &[
     &relu::DEF,
     &reshape::DEF,
     &resize::DEF,
+    &rotary_embedding::DEF,
     &math_unary::ROUND,
     &scan::DEF,
     &selu::DEF,
