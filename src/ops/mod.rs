@@ -14,6 +14,7 @@ mod variadic;
 mod abs;
 mod add;
 mod arg_max;
+mod attention;
 mod average_pool;
 mod batch_normalization;
 mod cast;
@@ -192,6 +193,7 @@ pub static REGISTRY: &[&OpDef] = &[
     &math_unary::ASINH,
     &math_unary::ATAN,
     &math_unary::ATANH,
+    &attention::DEF,
     &average_pool::DEF,
     &batch_normalization::DEF,
     &cast::DEF,
