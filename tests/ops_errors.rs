@@ -478,3 +478,14 @@ g (float[1,1,2,2] X) => (float[a,b,c,d] Y)
     );
     assert!(e.message.contains("node 'conv' (Conv)"), "{e}");
 }
+
+/// A MatMul whose batch dimension is 2^40 answers NO_SYSTEM_MEMORY at load instead of aborting
+/// the process on an allocation failure (found by the hostile-model run of the reliability
+/// issue).
+#[test]
+fn huge_matmul_batch_is_no_system_memory() {
+    let text = r#"<ir_version: 8, opset_import: ["" : 17]>
+g (float[1099511627776, 2, 4, 3] a, float[3, 5] b) => (float[1099511627776, 2, 4, 5] y)
+{ [mm] y = MatMul(a, b) }"#;
+    expect_compile_error(text, Status::NoSystemMemory, &["node 'mm' (MatMul)"]);
+}

@@ -7,7 +7,7 @@ mod plan;
 mod run;
 mod weights;
 
-pub use plan::Plan;
+pub use plan::{memory_limit, Plan};
 pub use weights::WeightCache;
 
 use crate::check::compat;

@@ -95,8 +95,22 @@ fn build(ctx: &BuildCtx) -> Result<Built> {
             acc * d + if d == 1 { 0 } else { out_idx[off + i] }
         })
     };
-    let total: usize = batch.iter().product();
-    let mut batches = Vec::with_capacity(total);
+    // Refuse outputs that cannot fit before preparing anything proportional to them.
+    let total = crate::ir::numel(&batch).map_err(|e| ctx.err(e.status, e.message))?;
+    let out_bytes = (total as u128) * (m.max(1) * n.max(1)) as u128 * 4;
+    if out_bytes > crate::exec::memory_limit() as u128 {
+        return Err(ctx.err(
+            Status::NoSystemMemory,
+            format!("an output of {total} matrices of {m}×{n} does not fit in memory"),
+        ));
+    }
+    let mut batches = Vec::new();
+    batches.try_reserve_exact(total).map_err(|_| {
+        ctx.err(
+            Status::NoSystemMemory,
+            format!("{total} batches do not fit in memory"),
+        )
+    })?;
     let mut idx = vec![0usize; batch.len()];
     for _ in 0..total {
         batches.push((index_in(a_batch, &idx), index_in(b_batch, &idx)));

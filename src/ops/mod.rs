@@ -41,6 +41,7 @@ mod gather_elements;
 mod gemm;
 mod global_average_pool;
 mod global_max_pool;
+mod gru;
 mod hard_sigmoid;
 mod identity;
 mod if_op;
@@ -67,11 +68,13 @@ mod pow;
 mod prelu;
 mod range;
 mod reciprocal;
+mod recurrent;
 mod reduce;
 mod relu;
 mod reshape;
 mod resize;
 mod rms_normalization;
+mod rnn;
 mod rotary_embedding;
 mod scan;
 mod selu;
@@ -221,6 +224,7 @@ pub static REGISTRY: &[&OpDef] = &[
     &floor::DEF,
     &conv::FUSED_DEF,
     &gemm::FUSED_DEF,
+    &gru::DEF,
     &gather::DEF,
     &gather_elements::DEF,
     &math_unary::GELU,
@@ -262,6 +266,7 @@ pub static REGISTRY: &[&OpDef] = &[
     &pad::DEF,
     &pow::DEF,
     &rms_normalization::DEF,
+    &rnn::DEF,
     &range::DEF,
     &reciprocal::DEF,
     &reduce::L1,
