@@ -6,6 +6,9 @@ use super::util::BuildCtx;
 use crate::error::{Error, Result, Status};
 use crate::ir::{DataType, Tensor};
 
+/// Element type and shape of each output position (Y, Y_h).
+pub type OutputTypes = Vec<(DataType, Vec<usize>)>;
+
 /// The geometry and options of a recurrent node.
 #[derive(Clone, Debug)]
 pub struct Recurrent {
@@ -35,7 +38,7 @@ impl Recurrent {
         ctx: &BuildCtx,
         gates: usize,
         defaults: &[Act],
-    ) -> Result<(Recurrent, Vec<(DataType, Vec<usize>)>)> {
+    ) -> Result<(Recurrent, OutputTypes)> {
         ctx.arity(3, 6, 0, 2)?;
         let x = ctx.float_input(0)?;
         let w = ctx.float_input(1)?;
