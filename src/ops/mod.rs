@@ -62,7 +62,9 @@ mod min;
 mod modulo;
 mod mul;
 mod neg;
+mod non_zero;
 mod normalization;
+mod one_hot;
 mod pad;
 mod pow;
 mod prelu;
@@ -77,6 +79,7 @@ mod rms_normalization;
 mod rnn;
 mod rotary_embedding;
 mod scan;
+mod scatter_gather_nd;
 mod selu;
 mod shape;
 mod sigmoid;
@@ -227,6 +230,7 @@ pub static REGISTRY: &[&OpDef] = &[
     &gru::DEF,
     &gather::DEF,
     &gather_elements::DEF,
+    &scatter_gather_nd::GATHER_ND_DEF,
     &math_unary::GELU,
     &gemm::DEF,
     &global_average_pool::DEF,
@@ -260,7 +264,9 @@ pub static REGISTRY: &[&OpDef] = &[
     &modulo::DEF,
     &mul::DEF,
     &neg::DEF,
+    &non_zero::DEF,
     &logical::NOT,
+    &one_hot::DEF,
     &logical::OR,
     &prelu::DEF,
     &pad::DEF,
@@ -285,6 +291,8 @@ pub static REGISTRY: &[&OpDef] = &[
     &rotary_embedding::DEF,
     &math_unary::ROUND,
     &scan::DEF,
+    &scatter_gather_nd::SCATTER_ELEMENTS_DEF,
+    &scatter_gather_nd::SCATTER_ND_DEF,
     &selu::DEF,
     &shape::DEF,
     &math_unary::SHRINK,
