@@ -2,10 +2,11 @@
 
 use super::gemm::mat;
 use super::util::{broadcast, f32_of, f32_out};
-use super::{BuildCtx, Built, Kernel, OpDef, FLOAT};
-use crate::error::{Result, Status};
-use crate::ir::{DataType, Tensor};
+use super::{BuildCtx, Built, Kernel, OpDef, NUMERIC};
+use crate::error::{Error, Result, Status};
+use crate::ir::{DataType, Elem, Tensor};
 use crate::kernels::gemm::{sgemm, sgemm_packed, Epilogue, PackedB};
+use crate::kernels::scalar::Scalar;
 
 /// The `MatMul` operator.
 pub static DEF: OpDef = OpDef {
@@ -13,7 +14,7 @@ pub static DEF: OpDef = OpDef {
     domain: "",
     min_opset: 1,
     attributes: &[],
-    types: FLOAT,
+    types: NUMERIC,
     build,
 };
 
@@ -27,8 +28,43 @@ struct MatMulKernel {
     packed_b: Option<std::sync::Arc<PackedB>>,
 }
 
+impl MatMulKernel {
+    /// Any other numeric type: a plain triple loop (floats accumulate in f64, integers wrap).
+    fn generic<T: Elem + Scalar>(&self, a: &Tensor, b: &Tensor, y: &mut Tensor) -> Result<()> {
+        let (a, b) = (a.as_slice::<T>()?, b.as_slice::<T>()?);
+        let y = y.as_mut_slice::<T>()?;
+        let (m, n, k) = (self.m, self.n, self.k);
+        for (bi, &(ia, ib)) in self.batches.iter().enumerate() {
+            let (a, b) = (&a[ia * m * k..][..m * k], &b[ib * k * n..][..k * n]);
+            for i in 0..m {
+                for j in 0..n {
+                    y[(bi * m + i) * n + j] = if T::FLOAT {
+                        T::of_f64(
+                            (0..k)
+                                .map(|p| a[i * k + p].as_f64() * b[p * n + j].as_f64())
+                                .sum(),
+                        )
+                    } else {
+                        (0..k).fold(T::ZERO, |acc, p| acc.add(a[i * k + p].mul(b[p * n + j])))
+                    };
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
 impl Kernel for MatMulKernel {
     fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor]) -> Result<()> {
+        let missing = || Error::new(Status::InternalError, "MatMul input missing");
+        let (ta, tb) = (
+            inputs[0].ok_or_else(missing)?,
+            inputs[1].ok_or_else(missing)?,
+        );
+        if ta.dtype() != DataType::F32 {
+            return crate::dispatch_numeric!(ta.dtype(), T => self.generic::<T>(ta, tb, &mut outputs[0]),
+                other => Err(Error::new(Status::UnsupportedDatatype, format!("{other:?}"))));
+        }
         let a = f32_of(inputs, 0)?;
         let b = f32_of(inputs, 1)?;
         let y = f32_out(&mut outputs[0])?;
@@ -53,8 +89,14 @@ impl Kernel for MatMulKernel {
 
 fn build(ctx: &BuildCtx) -> Result<Built> {
     ctx.arity(2, 2, 1, 1)?;
-    let a = ctx.float_input(0)?;
-    let b = ctx.float_input(1)?;
+    let a = ctx.input(0)?;
+    let b = ctx.input(1)?;
+    if a.dtype != b.dtype || !(a.dtype.is_float() || a.dtype.is_integer()) {
+        return Err(ctx.err(
+            Status::UnsupportedDatatype,
+            format!("inputs are {} and {}", a.dtype.name(), b.dtype.name()),
+        ));
+    }
     if a.shape.is_empty() || b.shape.is_empty() {
         return Err(ctx.err(Status::InvalidModel, "MatMul operands must have rank ≥ 1"));
     }
@@ -132,7 +174,8 @@ fn build(ctx: &BuildCtx) -> Result<Built> {
     };
     let packed_b = match b.constant {
         Some(t)
-            if batches.len() == 1
+            if a.dtype == DataType::F32
+                && batches.len() == 1
                 && (a.shape.len() <= 2 || b_batch.iter().product::<usize>() == 1) =>
         {
             Some(ctx.prepared(1, &format!("matmul-b k{k} n{n}"), || {
@@ -149,7 +192,7 @@ fn build(ctx: &BuildCtx) -> Result<Built> {
         out.push(n);
     }
     Ok(Built {
-        outputs: vec![(DataType::F32, out)],
+        outputs: vec![(a.dtype, out)],
         kernel: Box::new(MatMulKernel {
             m: m_run,
             n,
