@@ -44,6 +44,9 @@ impl Kernel for AvgPoolKernel {
 
 fn build(ctx: &BuildCtx) -> Result<Built> {
     ctx.arity(1, 1, 1, 1)?;
+    if ctx.input(0)?.shape.len() > 4 {
+        return super::window_nd::build_avg_pool(ctx);
+    }
     let (params, shape) = pool_params(ctx)?;
     let count_include_pad = ctx.attr_int("count_include_pad", 0)? != 0;
     Ok(Built {

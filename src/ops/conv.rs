@@ -86,6 +86,9 @@ fn build_fused(ctx: &BuildCtx) -> Result<Built> {
 
 fn build_with(ctx: &BuildCtx, activation: Activation) -> Result<Built> {
     ctx.arity(2, 3, 1, 1)?;
+    if ctx.input(0)?.shape.len() > 4 {
+        return super::window_nd::build_conv(ctx, activation);
+    }
     let x = ctx.float_input(0)?;
     let w = ctx.float_input(1)?;
     let (n, c, hw, rank) = nchw(ctx, x.shape)?;

@@ -73,11 +73,8 @@ impl Kernel for MaxPoolKernel {
 
 fn build(ctx: &BuildCtx) -> Result<Built> {
     ctx.arity(1, 1, 1, 2)?;
-    if ctx.node.outputs.get(1).is_some_and(|o| o.is_some()) {
-        return Err(ctx.err(
-            Status::UnsupportedAttribute,
-            "the Indices output is not supported",
-        ));
+    if ctx.node.outputs.get(1).is_some_and(|o| o.is_some()) || ctx.input(0)?.shape.len() > 4 {
+        return super::window_nd::build_max_pool(ctx);
     }
     let (p, shape) = pool_params(ctx)?;
     Ok(Built {

@@ -10,6 +10,7 @@ mod subgraph;
 mod unary;
 mod util;
 mod variadic;
+mod window_nd;
 
 mod abs;
 mod add;

@@ -19,6 +19,23 @@ pub struct Window {
     pub out: [usize; 2],
 }
 
+/// Resolved geometry of a window operator over any number of spatial dimensions.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WindowNd {
+    /// Kernel extent per dimension.
+    pub kernel: Vec<usize>,
+    /// Strides.
+    pub strides: Vec<usize>,
+    /// Dilations.
+    pub dilations: Vec<usize>,
+    /// Padding before each dimension.
+    pub begin: Vec<usize>,
+    /// Padding after each dimension.
+    pub end: Vec<usize>,
+    /// Output extent per dimension.
+    pub out: Vec<usize>,
+}
+
 /// Reads the window attributes of a node whose input has `spatial` = `[H, W]` (height 1 for
 /// 1-D inputs) and `rank` spatial dimensions, and computes the output size.
 pub fn window(
@@ -28,6 +45,33 @@ pub fn window(
     kernel: &[usize],
     ceil_mode: bool,
 ) -> Result<Window> {
+    let w = window_nd(ctx, &spatial[2 - rank..], kernel, ceil_mode)?;
+    let two = |v: &[usize], fill: usize| -> [usize; 2] {
+        if rank == 1 {
+            [fill, v[0]]
+        } else {
+            [v[0], v[1]]
+        }
+    };
+    let b = two(&w.begin, 0);
+    let e = two(&w.end, 0);
+    Ok(Window {
+        kernel: two(kernel, 1),
+        strides: two(&w.strides, 1),
+        dilations: two(&w.dilations, 1),
+        pads: [b[0], b[1], e[0], e[1]],
+        out: two(&w.out, 1),
+    })
+}
+
+/// The window geometry over the spatial dimensions `input` (any number of them).
+pub fn window_nd(
+    ctx: &BuildCtx,
+    input: &[usize],
+    kernel: &[usize],
+    ceil_mode: bool,
+) -> Result<WindowNd> {
+    let rank = input.len();
     let list = |name: &str, default: usize| -> Result<Vec<usize>> {
         match ctx.attr_ints(name)? {
             None => Ok(vec![default; rank]),
@@ -63,7 +107,6 @@ pub fn window(
         })
         .collect::<Result<Vec<usize>>>()?;
     let auto_pad = ctx.attr_string("auto_pad", "NOTSET")?;
-    let input: Vec<usize> = spatial[2 - rank..].to_vec();
     let mut begin = vec![0usize; rank];
     let mut end = vec![0usize; rank];
     let mut out = vec![0usize; rank];
@@ -147,21 +190,13 @@ pub fn window(
             ));
         }
     }
-    let two = |v: &[usize], fill: usize| -> [usize; 2] {
-        if rank == 1 {
-            [fill, v[0]]
-        } else {
-            [v[0], v[1]]
-        }
-    };
-    let b = two(&begin, 0);
-    let e = two(&end, 0);
-    Ok(Window {
-        kernel: two(kernel, 1),
-        strides: two(&strides, 1),
-        dilations: two(&dilations, 1),
-        pads: [b[0], b[1], e[0], e[1]],
-        out: two(&out, 1),
+    Ok(WindowNd {
+        kernel: kernel.to_vec(),
+        strides,
+        dilations,
+        begin,
+        end,
+        out,
     })
 }
 
