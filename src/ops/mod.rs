@@ -18,6 +18,7 @@ mod arg_max;
 mod attention;
 mod average_pool;
 mod batch_normalization;
+mod bitwise;
 mod cast;
 mod ceil;
 mod clip;
@@ -52,6 +53,7 @@ mod leaky_relu;
 mod log;
 mod logical;
 mod loop_op;
+mod lp_pool;
 mod lrn;
 mod lstm;
 mod mat_mul;
@@ -203,6 +205,11 @@ pub static REGISTRY: &[&OpDef] = &[
     &attention::DEF,
     &average_pool::DEF,
     &batch_normalization::DEF,
+    &bitwise::SHIFT,
+    &bitwise::AND,
+    &bitwise::NOT,
+    &bitwise::OR,
+    &bitwise::XOR,
     &cast::DEF,
     &cast::LIKE_DEF,
     &ceil::DEF,
@@ -235,6 +242,7 @@ pub static REGISTRY: &[&OpDef] = &[
     &math_unary::GELU,
     &gemm::DEF,
     &global_average_pool::DEF,
+    &lp_pool::GLOBAL_DEF,
     &global_max_pool::DEF,
     &compare::GREATER,
     &compare::GREATER_OR_EQUAL,
@@ -256,6 +264,7 @@ pub static REGISTRY: &[&OpDef] = &[
     &log::DEF,
     &softmax::LOG_DEF,
     &loop_op::DEF,
+    &lp_pool::DEF,
     &mat_mul::DEF,
     &max::DEF,
     &max_pool::DEF,

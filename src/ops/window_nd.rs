@@ -325,3 +325,56 @@ pub fn build_conv(ctx: &BuildCtx, activation: Activation) -> Result<Built> {
         }),
     })
 }
+
+struct LpPoolNd {
+    g: Geometry,
+    p: f64,
+}
+
+impl Kernel for LpPoolNd {
+    fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor]) -> Result<()> {
+        let x = f32_of(inputs, 0)?;
+        let g = &self.g;
+        let (ip, op) = (g.in_plane(), g.out_plane());
+        let out = f32_out(&mut outputs[0])?;
+        for plane in 0..g.batch * g.in_channels {
+            let xs = &x[plane * ip..][..ip];
+            for o in 0..op {
+                let mut sum = 0.0f64;
+                g.taps(o, |off, _, _| {
+                    if let Some(off) = off {
+                        sum += (xs[off] as f64).abs().powf(self.p);
+                    }
+                });
+                out[plane * op + o] = sum.powf(1.0 / self.p) as f32;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// LpPool (any spatial rank; `global` pools each whole plane, as GlobalLpPool).
+pub fn build_lp_pool(ctx: &BuildCtx, global: bool) -> Result<Built> {
+    ctx.arity(1, 1, 1, 1)?;
+    let x = ctx.float_input(0)?;
+    let p = ctx.attr_int("p", 2)?;
+    if p < 1 {
+        return Err(ctx.err(Status::InvalidModel, format!("p = {p}")));
+    }
+    let kernel = if global {
+        x.shape.get(2..).unwrap_or(&[]).to_vec()
+    } else {
+        kernel_shape(ctx)?
+    };
+    let g = geometry(
+        ctx,
+        x.shape,
+        &kernel,
+        x.shape[1],
+        ctx.attr_int("ceil_mode", 0)? != 0,
+    )?;
+    Ok(Built {
+        outputs: vec![(DataType::F32, out_shape(&g))],
+        kernel: Box::new(LpPoolNd { g, p: p as f64 }),
+    })
+}
