@@ -343,15 +343,6 @@ g (float[2,3] X) => (float[6] Y)
 
 #[test]
 fn unsupported_features_of_supported_operators() {
-    // MaxPool's Indices output.
-    let text = r#"<ir_version: 8, opset_import: ["" : 17]>
-g (float[1,1,2,2] X) => (float[1,1,1,1] Y, int64[1,1,1,1] I)
-{ [mp] Y, I = MaxPool <kernel_shape = [2, 2]> (X) }"#;
-    expect_compile_error(
-        text,
-        Status::UnsupportedAttribute,
-        &["node 'mp' (MaxPool)", "Indices"],
-    );
     // BatchNormalization in training mode.
     let text = r#"<ir_version: 8, opset_import: ["" : 17]>
 g (float[1,1,2] X) => (float[1,1,2] Y)
@@ -361,16 +352,6 @@ g (float[1,1,2] X) => (float[1,1,2] Y)
         text,
         Status::UnsupportedAttribute,
         &["node 'bn' (BatchNormalization)", "training"],
-    );
-    // 3-D convolution.
-    let text = r#"<ir_version: 8, opset_import: ["" : 17]>
-g (float[1,1,2,2,2] X) => (float[1,1,1,1,1] Y)
-<float[1,1,2,2,2] W = {1, 1, 1, 1, 1, 1, 1, 1}>
-{ [c3] Y = Conv(X, W) }"#;
-    expect_compile_error(
-        text,
-        Status::UnsupportedShape,
-        &["node 'c3' (Conv)", "rank 5"],
     );
     // The legacy Add broadcast axis (opset 6).
     let text = r#"<ir_version: 8, opset_import: ["" : 6]>
@@ -488,4 +469,33 @@ fn huge_matmul_batch_is_no_system_memory() {
 g (float[1099511627776, 2, 4, 3] a, float[3, 5] b) => (float[1099511627776, 2, 4, 5] y)
 { [mm] y = MatMul(a, b) }"#;
     expect_compile_error(text, Status::NoSystemMemory, &["node 'mm' (MatMul)"]);
+}
+
+/// MaxPool's Indices output (row-major and, with `storage_order = 1`, column-major spatial
+/// order) and a 3-D convolution, once refused, now compute hand-checked values.
+#[test]
+fn maxpool_indices_and_conv3d_compute() {
+    for (order, want) in [(0, 1i64), (1, 2)] {
+        let text = format!(
+            r#"<ir_version: 8, opset_import: ["" : 17]>
+g (float[1,1,2,2] X) => (float[1,1,1,1] Y, int64[1,1,1,1] I)
+{{ [mp] Y, I = MaxPool <kernel_shape = [2, 2], storage_order = {order}> (X) }}"#
+        );
+        let exe = compile_ok(&text);
+        let out = run_ok(&exe, vec![f32t(&[1, 1, 2, 2], &[1.0, 4.0, 3.0, 2.0])]);
+        assert_values(&out[0], &[1, 1, 1, 1], &[4.0], "max");
+        assert_eq!(
+            out[1].data,
+            TensorData::I64(vec![want]),
+            "storage_order {order}"
+        );
+    }
+    let text = r#"<ir_version: 8, opset_import: ["" : 17]>
+g (float[1,1,2,2,2] X) => (float[1,1,1,1,1] Y)
+<float[1,1,2,2,2] W = {1, 1, 1, 1, 1, 1, 1, 1}>
+{ [c3] Y = Conv(X, W) }"#;
+    let exe = compile_ok(text);
+    let x: Vec<f32> = (1..=8).map(|v| v as f32).collect();
+    let out = run_ok(&exe, vec![f32t(&[1, 1, 2, 2, 2], &x)]);
+    assert_values(&out[0], &[1, 1, 1, 1, 1], &[36.0], "sum of 1..8");
 }

@@ -32,6 +32,7 @@ mod cum_sum;
 mod depth_to_space;
 mod div;
 mod dropout;
+mod einsum;
 mod elu;
 mod erf;
 mod exp;
@@ -53,6 +54,7 @@ mod leaky_relu;
 mod log;
 mod logical;
 mod loop_op;
+mod lp_normalization;
 mod lp_pool;
 mod lrn;
 mod lstm;
@@ -65,6 +67,7 @@ mod min;
 mod modulo;
 mod mul;
 mod neg;
+mod non_max_suppression;
 mod non_zero;
 mod normalization;
 mod one_hot;
@@ -226,6 +229,7 @@ pub static REGISTRY: &[&OpDef] = &[
     &depth_to_space::DEF,
     &div::DEF,
     &dropout::DEF,
+    &einsum::DEF,
     &elu::DEF,
     &compare::EQUAL,
     &erf::DEF,
@@ -264,6 +268,7 @@ pub static REGISTRY: &[&OpDef] = &[
     &log::DEF,
     &softmax::LOG_DEF,
     &loop_op::DEF,
+    &lp_normalization::DEF,
     &lp_pool::DEF,
     &mat_mul::DEF,
     &max::DEF,
@@ -274,6 +279,7 @@ pub static REGISTRY: &[&OpDef] = &[
     &modulo::DEF,
     &mul::DEF,
     &neg::DEF,
+    &non_max_suppression::DEF,
     &non_zero::DEF,
     &logical::NOT,
     &one_hot::DEF,
