@@ -62,6 +62,7 @@ mod mat_mul;
 mod math_unary;
 mod max;
 mod max_pool;
+mod max_unpool;
 mod mean;
 mod min;
 mod modulo;
@@ -83,6 +84,7 @@ mod reshape;
 mod resize;
 mod rms_normalization;
 mod rnn;
+mod roi_align;
 mod rotary_embedding;
 mod scan;
 mod scatter_gather_nd;
@@ -273,6 +275,7 @@ pub static REGISTRY: &[&OpDef] = &[
     &mat_mul::DEF,
     &max::DEF,
     &max_pool::DEF,
+    &max_unpool::DEF,
     &mean::DEF,
     &min::DEF,
     &math_unary::MISH,
@@ -304,6 +307,7 @@ pub static REGISTRY: &[&OpDef] = &[
     &relu::DEF,
     &reshape::DEF,
     &resize::DEF,
+    &roi_align::DEF,
     &rotary_embedding::DEF,
     &math_unary::ROUND,
     &scan::DEF,
