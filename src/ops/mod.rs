@@ -44,6 +44,7 @@ mod gather_elements;
 mod gemm;
 mod global_average_pool;
 mod global_max_pool;
+mod grid_sample;
 mod gru;
 mod hard_sigmoid;
 mod identity;
@@ -252,6 +253,7 @@ pub static REGISTRY: &[&OpDef] = &[
     &global_max_pool::DEF,
     &compare::GREATER,
     &compare::GREATER_OR_EQUAL,
+    &grid_sample::DEF,
     &normalization::GROUP_DEF,
     &hard_sigmoid::DEF,
     &math_unary::HARD_SWISH,
