@@ -164,13 +164,17 @@ impl Settings {
 
 /// Number of compute threads: `ONNXIFI_RUST_NUM_THREADS` if set to a positive number, else all
 /// cores.
+/// The environment is read once per process.
 pub fn thread_count() -> usize {
-    std::env::var(THREADS_ENV)
-        .ok()
-        .and_then(|v| v.trim().parse::<usize>().ok())
-        .filter(|&n| n > 0)
-        .unwrap_or(cpu_info().cores)
-        .min(MAX_THREADS)
+    static COUNT: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *COUNT.get_or_init(|| {
+        std::env::var(THREADS_ENV)
+            .ok()
+            .and_then(|v| v.trim().parse::<usize>().ok())
+            .filter(|&n| n > 0)
+            .unwrap_or(cpu_info().cores)
+            .min(MAX_THREADS)
+    })
 }
 
 /// An initialised backend: settings and the thread pool its graphs compute on.

@@ -781,24 +781,27 @@ pub unsafe extern "C" fn onnxGetLastErrorMessage(
     message: *mut c_char,
     messageLength: *mut usize,
 ) -> onnxStatus {
-    let text = super::last_error();
-    if messageLength.is_null() {
-        return ONNXIFI_STATUS_INVALID_POINTER;
-    }
-    let needed = text.len() + 1;
-    // SAFETY: checked non-NULL.
-    let capacity = unsafe { messageLength.read() };
-    // SAFETY: checked non-NULL.
-    unsafe { messageLength.write(needed) };
-    if message.is_null() || capacity < needed {
-        return ONNXIFI_STATUS_FALLBACK;
-    }
-    // SAFETY: the buffer holds `capacity` ≥ needed bytes.
-    unsafe {
-        std::ptr::copy_nonoverlapping(text.as_ptr(), message as *mut u8, text.len());
-        message.add(text.len()).write(0);
-    }
-    ONNXIFI_STATUS_SUCCESS
+    // The same panic guard as every export, without replacing the message being read.
+    super::guard_plain(|| {
+        let text = super::last_error();
+        if messageLength.is_null() {
+            return ONNXIFI_STATUS_INVALID_POINTER;
+        }
+        let needed = text.len() + 1;
+        // SAFETY: checked non-NULL.
+        let capacity = unsafe { messageLength.read() };
+        // SAFETY: checked non-NULL.
+        unsafe { messageLength.write(needed) };
+        if message.is_null() || capacity < needed {
+            return ONNXIFI_STATUS_FALLBACK;
+        }
+        // SAFETY: the buffer holds `capacity` ≥ needed bytes.
+        unsafe {
+            std::ptr::copy_nonoverlapping(text.as_ptr(), message as *mut u8, text.len());
+            message.add(text.len()).write(0);
+        }
+        ONNXIFI_STATUS_SUCCESS
+    })
 }
 
 /// Looks up an extension function by name (with or without the `Function` suffix).

@@ -33,6 +33,19 @@ fn set_last_error(msg: &str) {
     });
 }
 
+/// Whether `ONNXIFI_RUST_LOG` is set, read once per process (a host thread may call `setenv`
+/// at any time; reading the environment on every failing call would race with it).
+fn log_errors() -> bool {
+    static LOG: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *LOG.get_or_init(|| std::env::var_os("ONNXIFI_RUST_LOG").is_some())
+}
+
+/// Runs a body that reports its own status (one that must not touch the last error, like
+/// `onnxGetLastErrorMessage`): a panic becomes INTERNAL_ERROR.
+pub(crate) fn guard_plain(body: impl FnOnce() -> types::onnxStatus) -> types::onnxStatus {
+    catch_unwind(AssertUnwindSafe(body)).unwrap_or(Status::InternalError.code())
+}
+
 /// Runs the body of an exported function: a panic becomes INTERNAL_ERROR, an error its status
 /// (its message kept for `onnxGetLastErrorMessage` and, with `ONNXIFI_RUST_LOG=1`, printed).
 pub(crate) fn guard(body: impl FnOnce() -> Result<Status, Error>) -> types::onnxStatus {
@@ -40,7 +53,7 @@ pub(crate) fn guard(body: impl FnOnce() -> Result<Status, Error>) -> types::onnx
         Ok(Ok(status)) => status.code(),
         Ok(Err(err)) => {
             set_last_error(&err.to_string());
-            if std::env::var_os("ONNXIFI_RUST_LOG").is_some() {
+            if log_errors() {
                 eprintln!("onnxifi-rust: {err}");
             }
             err.status.code()
