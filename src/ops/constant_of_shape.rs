@@ -33,17 +33,7 @@ impl Kernel for FillKernel {
 
 fn build(ctx: &BuildCtx) -> Result<Built> {
     ctx.arity(1, 1, 1, 1)?;
-    let dims = ctx.const_ints(0, "shape")?;
-    let shape = dims
-        .iter()
-        .map(|&d| usize::try_from(d))
-        .collect::<std::result::Result<Vec<usize>, _>>()
-        .map_err(|_| {
-            ctx.err(
-                Status::InvalidModel,
-                format!("negative dimension in {dims:?}"),
-            )
-        })?;
+    let shape = ctx.const_dims(0, "shape")?;
     let value = match ctx.attr_tensor("value")? {
         Some(t) if t.len() == 1 => t.data.clone(),
         Some(t) => {

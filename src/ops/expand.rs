@@ -48,17 +48,7 @@ impl Kernel for BroadcastCopy {
 fn build(ctx: &BuildCtx) -> Result<Built> {
     ctx.arity(2, 2, 1, 1)?;
     let x = ctx.input(0)?;
-    let dims = ctx.const_ints(1, "shape")?;
-    let target = dims
-        .iter()
-        .map(|&d| usize::try_from(d))
-        .collect::<std::result::Result<Vec<usize>, _>>()
-        .map_err(|_| {
-            ctx.err(
-                Status::InvalidModel,
-                format!("negative dimension in {dims:?}"),
-            )
-        })?;
+    let target = ctx.const_dims(1, "shape")?;
     let out_shape = broadcast_shapes(&[x.shape, &target]).ok_or_else(|| {
         ctx.err(
             Status::InvalidModel,

@@ -208,6 +208,21 @@ impl<'a> BuildCtx<'a> {
             .map_err(|e| self.err(Status::InvalidModel, format!("{what}: {}", e.message)))
     }
 
+    /// The contents of integer input `i` as a shape: non-negative sizes (see
+    /// [`BuildCtx::const_input`]).
+    pub fn const_dims(&self, i: usize, what: &str) -> Result<Vec<usize>> {
+        let dims = self.const_ints(i, what)?;
+        dims.iter()
+            .map(|&d| usize::try_from(d))
+            .collect::<std::result::Result<Vec<usize>, _>>()
+            .map_err(|_| {
+                self.err(
+                    Status::InvalidModel,
+                    format!("{what} {dims:?} has a negative dimension"),
+                )
+            })
+    }
+
     /// A tensor attribute, if present.
     pub fn attr_tensor(&self, name: &str) -> Result<Option<&'a Tensor>> {
         match self.attr(name) {
