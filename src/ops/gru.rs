@@ -1,8 +1,7 @@
 //! `GRU` (float32): forward, reverse or bidirectional; gates z, r, h; `linear_before_reset`;
 //! biases, `sequence_lens`, initial state, `clip`, custom activations and both layouts.
 
-use super::lstm::Act;
-use super::recurrent::{floats, required, Recurrent};
+use super::recurrent::{floats, required, Act, Recurrent};
 use super::util::BuildCtx;
 use super::{Built, Kernel, OpDef, FLOAT};
 use crate::error::Result;
@@ -104,12 +103,12 @@ impl Kernel for GruKernel {
                 }
             }
         }
-        g.write(&y, &hs, outputs)
+        g.write(&y, &[&hs], outputs)
     }
 }
 
 fn build(ctx: &BuildCtx) -> Result<Built> {
-    let (r, outputs) = Recurrent::read(ctx, 3, &[Act::Sigmoid, Act::Tanh])?;
+    let (r, outputs) = Recurrent::read(ctx, 3, &[Act::Sigmoid, Act::Tanh], false)?;
     Ok(Built {
         outputs,
         kernel: Box::new(GruKernel {

@@ -1,10 +1,133 @@
-//! What the recurrent operators (RNN, GRU; LSTM keeps its own loop) share: reading the common
-//! attributes and inputs, the time-major/batch-major layouts, and writing Y and Y_h.
+//! What the recurrent operators (RNN, GRU, LSTM) share: their activation functions, reading the
+//! common attributes and inputs, the time-major/batch-major layouts, and writing Y, Y_h and Y_c.
 
-use super::lstm::{activations, Act};
 use super::util::BuildCtx;
 use crate::error::{Error, Result, Status};
 use crate::ir::{DataType, Tensor};
+
+/// An activation function of a recurrent operator, with its parameters.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Act {
+    /// `max(0, x)`.
+    Relu,
+    /// `tanh(x)`.
+    Tanh,
+    /// `1 / (1 + e^-x)`.
+    Sigmoid,
+    /// `alpha·x + beta`.
+    Affine(f32, f32),
+    /// `x` or `alpha·x` below 0.
+    LeakyRelu(f32),
+    /// `x` above alpha, else 0.
+    ThresholdedRelu(f32),
+    /// `alpha·tanh(beta·x)`.
+    ScaledTanh(f32, f32),
+    /// `clamp(alpha·x + beta, 0, 1)`.
+    HardSigmoid(f32, f32),
+    /// `x`, or `alpha·(e^x − 1)` below 0.
+    Elu(f32),
+    /// `x / (1 + |x|)`.
+    Softsign,
+    /// `ln(1 + e^x)`.
+    Softplus,
+}
+
+impl Act {
+    /// Applies the function.
+    pub fn apply(self, x: f32) -> f32 {
+        match self {
+            Act::Relu => x.max(0.0),
+            Act::Tanh => x.tanh(),
+            Act::Sigmoid => 1.0 / (1.0 + (-x).exp()),
+            Act::Affine(a, b) => a * x + b,
+            Act::LeakyRelu(a) => {
+                if x < 0.0 {
+                    a * x
+                } else {
+                    x
+                }
+            }
+            Act::ThresholdedRelu(a) => {
+                if x > a {
+                    x
+                } else {
+                    0.0
+                }
+            }
+            Act::ScaledTanh(a, b) => a * (b * x).tanh(),
+            Act::HardSigmoid(a, b) => (a * x + b).clamp(0.0, 1.0),
+            Act::Elu(a) => {
+                if x < 0.0 {
+                    a * (x.exp() - 1.0)
+                } else {
+                    x
+                }
+            }
+            Act::Softsign => x / (1.0 + x.abs()),
+            Act::Softplus => x.exp().ln_1p(),
+        }
+    }
+}
+
+/// Reads `activations` / `activation_alpha` / `activation_beta`: `per_dir` functions per
+/// direction, the given defaults when the attribute is absent.
+pub fn activations(ctx: &BuildCtx, dirs: usize, defaults: &[Act]) -> Result<Vec<Act>> {
+    let Some(names) = ctx.node.attrs.get("activations") else {
+        return Ok((0..dirs).flat_map(|_| defaults.iter().copied()).collect());
+    };
+    let crate::ir::Attr::Strings(names) = names else {
+        return Err(ctx.err(Status::InvalidModel, "'activations' must be strings"));
+    };
+    if names.len() != defaults.len() * dirs {
+        return Err(ctx.err(
+            Status::InvalidModel,
+            format!(
+                "{} activations, expected {}",
+                names.len(),
+                defaults.len() * dirs
+            ),
+        ));
+    }
+    let alphas = ctx.attr_floats("activation_alpha")?.unwrap_or(&[]);
+    let betas = ctx.attr_floats("activation_beta")?.unwrap_or(&[]);
+    let (mut ai, mut bi) = (0, 0);
+    let mut alpha = |d: f32| {
+        let v = alphas.get(ai).copied().unwrap_or(d);
+        ai += 1;
+        v
+    };
+    let mut beta = |d: f32| {
+        let v = betas.get(bi).copied().unwrap_or(d);
+        bi += 1;
+        v
+    };
+    names
+        .iter()
+        .map(|n| {
+            Ok(
+                match String::from_utf8_lossy(n).to_ascii_lowercase().as_str() {
+                    "relu" => Act::Relu,
+                    "tanh" => Act::Tanh,
+                    "sigmoid" => Act::Sigmoid,
+                    "affine" => Act::Affine(alpha(1.0), beta(0.0)),
+                    "leakyrelu" => Act::LeakyRelu(alpha(0.01)),
+                    "thresholdedrelu" => Act::ThresholdedRelu(alpha(1.0)),
+                    "scaledtanh" => Act::ScaledTanh(alpha(1.0), beta(1.0)),
+                    "hardsigmoid" => Act::HardSigmoid(alpha(0.2), beta(0.5)),
+                    "elu" => Act::Elu(alpha(1.0)),
+                    "softsign" => Act::Softsign,
+                    "softplus" => Act::Softplus,
+                    other => {
+                        return Err(ctx.err(
+                            Status::UnsupportedAttribute,
+                            format!("activation '{other}' is not supported"),
+                        ))
+                    }
+                },
+            )
+        })
+        .collect()
+}
 
 /// Element type and shape of each output position (Y, Y_h).
 pub type OutputTypes = Vec<(DataType, Vec<usize>)>;
@@ -28,18 +151,21 @@ pub struct Recurrent {
     pub clip: Option<f32>,
     /// `layout = 1`: `[batch, seq, …]` tensors.
     pub batch_major: bool,
-    /// Which outputs are present: 0 Y, 1 Y_h.
+    /// Which outputs are present: 0 Y, 1 Y_h, 2 Y_c (LSTM).
     pub order: Vec<usize>,
 }
 
 impl Recurrent {
-    /// Reads the node: `gates` gate blocks in W/R, default activations `defaults`.
+    /// Reads the node: `gates` gate blocks in W/R, default activations `defaults`; `lstm`
+    /// adds LSTM's initial cell state and peephole inputs and its Y_c output.
     pub fn read(
         ctx: &BuildCtx,
         gates: usize,
         defaults: &[Act],
+        lstm: bool,
     ) -> Result<(Recurrent, OutputTypes)> {
-        ctx.arity(3, 6, 0, 2)?;
+        let n_out = if lstm { 3 } else { 2 };
+        ctx.arity(3, if lstm { 8 } else { 6 }, 0, n_out)?;
         let x = ctx.float_input(0)?;
         let w = ctx.float_input(1)?;
         let r = ctx.float_input(2)?;
@@ -79,7 +205,12 @@ impl Recurrent {
         } else {
             vec![nd, batch, hidden]
         };
-        for (i, shape) in [(3, vec![nd, 2 * gh]), (5, state_shape.clone())] {
+        let mut expected = vec![(3, vec![nd, 2 * gh]), (5, state_shape.clone())];
+        if lstm {
+            expected.push((6, state_shape.clone()));
+            expected.push((7, vec![nd, 3 * hidden]));
+        }
+        for (i, shape) in expected {
             if let Some(t) = ctx.opt_input(i) {
                 if t.shape != shape {
                     return Err(ctx.err(
@@ -106,9 +237,16 @@ impl Recurrent {
         } else {
             vec![seq, nd, batch, hidden]
         };
-        let order = (0..2)
+        let order = (0..n_out)
             .filter(|&i| matches!(ctx.node.outputs.get(i), Some(Some(_))))
             .collect();
+        let mut outputs = vec![
+            (DataType::F32, y_shape),
+            (DataType::F32, state_shape.clone()),
+        ];
+        if lstm {
+            outputs.push((DataType::F32, state_shape));
+        }
         Ok((
             Recurrent {
                 seq,
@@ -121,7 +259,7 @@ impl Recurrent {
                 batch_major,
                 order,
             },
-            vec![(DataType::F32, y_shape), (DataType::F32, state_shape)],
+            outputs,
         ))
     }
 
@@ -180,9 +318,10 @@ impl Recurrent {
         self.clip.map_or(v, |c| v.clamp(-c, c))
     }
 
-    /// Writes Y (time-major `[seq, dirs, batch, hidden]` in `y`) and Y_h (`[dirs, batch,
-    /// hidden]` in `h`) into the present outputs, in the node's layout.
-    pub fn write(&self, y: &[f32], h: &[f32], outputs: &mut [Tensor]) -> Result<()> {
+    /// Writes Y (time-major `[seq, dirs, batch, hidden]` in `y`) and the final states
+    /// (`[dirs, batch, hidden]` each: Y_h, then Y_c) into the present outputs, in the node's
+    /// layout.
+    pub fn write(&self, y: &[f32], states: &[&[f32]], outputs: &mut [Tensor]) -> Result<()> {
         let (s, b, hd, nd) = (self.seq, self.batch, self.hidden, self.dirs.len());
         for (which, t) in self.order.iter().zip(outputs.iter_mut()) {
             let dst = t.as_mut_slice::<f32>()?;
@@ -198,8 +337,9 @@ impl Recurrent {
                         }
                     }
                 }
-                (_, false) => dst.copy_from_slice(h),
-                (_, true) => {
+                (k, false) => dst.copy_from_slice(states[k - 1]),
+                (k, true) => {
+                    let h = states[k - 1];
                     for bi in 0..b {
                         for d in 0..nd {
                             dst[(bi * nd + d) * hd..][..hd]

@@ -1,8 +1,7 @@
 //! `RNN` (float32): `H = f(X·Wᵀ + H·Rᵀ + Wb + Rb)`, forward, reverse or bidirectional, with
 //! `sequence_lens`, initial state, `clip`, custom activations and both layouts.
 
-use super::lstm::Act;
-use super::recurrent::{floats, required, Recurrent};
+use super::recurrent::{floats, required, Act, Recurrent};
 use super::util::BuildCtx;
 use super::{Built, Kernel, OpDef, FLOAT};
 use crate::error::Result;
@@ -79,12 +78,12 @@ impl Kernel for RnnKernel {
                 }
             }
         }
-        g.write(&y, &hs, outputs)
+        g.write(&y, &[&hs], outputs)
     }
 }
 
 fn build(ctx: &BuildCtx) -> Result<Built> {
-    let (r, outputs) = Recurrent::read(ctx, 1, &[Act::Tanh])?;
+    let (r, outputs) = Recurrent::read(ctx, 1, &[Act::Tanh], false)?;
     Ok(Built {
         outputs,
         kernel: Box::new(RnnKernel(r)),
