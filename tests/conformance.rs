@@ -51,11 +51,12 @@ fn close(got: &Tensor, want: &Tensor) -> Result<(), String> {
     }
     match (floats(got), floats(want)) {
         (Some(g), Some(w)) => {
-            // Half types carry about 3 significant digits.
-            let rtol = if matches!(want.dtype(), DataType::F16 | DataType::BF16) {
-                1e-2
-            } else {
-                1e-3
+            // Half types carry about 3 (float16) or 2-3 (bfloat16) significant digits, and a graph
+            // computed in wider precision rounds once where the reference rounds after every op.
+            let rtol = match want.dtype() {
+                DataType::BF16 => 2e-2,
+                DataType::F16 => 1e-2,
+                _ => 1e-3,
             };
             for (i, (a, b)) in g.iter().zip(&w).enumerate() {
                 let ok =

@@ -3,9 +3,9 @@
 //! `axis` (opset < 13).
 
 use super::util::{f32_of, f32_out};
-use super::{BuildCtx, Built, Kernel, OpDef, FLOAT};
-use crate::error::Result;
-use crate::ir::{DataType, Tensor};
+use super::{BuildCtx, Built, Kernel, OpDef};
+use crate::error::{Error, Result, Status};
+use crate::ir::{DataType, Elem, Tensor};
 use crate::kernels::softmax::{log_softmax, softmax};
 
 /// The `Softmax` operator.
@@ -14,7 +14,7 @@ pub static DEF: OpDef = OpDef {
     domain: "",
     min_opset: 1,
     attributes: &["axis"],
-    types: FLOAT,
+    types: super::FLOATS,
     build,
 };
 
@@ -24,7 +24,7 @@ pub static LOG_DEF: OpDef = OpDef {
     domain: "",
     min_opset: 1,
     attributes: &["axis"],
-    types: FLOAT,
+    types: super::FLOATS,
     build: build_log,
 };
 
@@ -34,7 +34,7 @@ pub static HARD_DEF: OpDef = OpDef {
     domain: "",
     min_opset: 1,
     attributes: &["axis"],
-    types: FLOAT,
+    types: super::FLOATS,
     build: build_hard,
 };
 
@@ -71,14 +71,39 @@ fn hardmax(x: &[f32], out: &mut [f32], outer: usize, axis_len: usize, inner: usi
     }
 }
 
-impl Kernel for SoftmaxKernel {
-    fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor]) -> Result<()> {
-        let f = match self.kind {
+impl SoftmaxKernel {
+    /// float64, float16 and bfloat16 go through the float32 kernels.
+    fn through_f32<T: Elem>(&self, x: &Tensor, out: &mut Tensor) -> Result<()> {
+        let xs: Vec<f32> = x
+            .as_slice::<T>()?
+            .iter()
+            .map(|v| v.to_f64() as f32)
+            .collect();
+        let mut ys = vec![0.0f32; xs.len()];
+        self.kind_fn()(&xs, &mut ys, self.outer, self.axis_len, self.inner);
+        for (o, v) in out.as_mut_slice::<T>()?.iter_mut().zip(ys) {
+            *o = T::from_f64(v as f64);
+        }
+        Ok(())
+    }
+
+    fn kind_fn(&self) -> fn(&[f32], &mut [f32], usize, usize, usize) {
+        match self.kind {
             Kind::Soft => softmax,
             Kind::Log => log_softmax,
             Kind::Hard => hardmax,
-        };
-        f(
+        }
+    }
+}
+
+impl Kernel for SoftmaxKernel {
+    fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor]) -> Result<()> {
+        let x = inputs[0].ok_or_else(|| Error::new(Status::InternalError, "input missing"))?;
+        if x.dtype() != DataType::F32 {
+            return crate::dispatch_float!(x.dtype(), T => self.through_f32::<T>(x, &mut outputs[0]),
+                other => Err(Error::new(Status::UnsupportedDatatype, format!("{other:?}"))));
+        }
+        self.kind_fn()(
             f32_of(inputs, 0)?,
             f32_out(&mut outputs[0])?,
             self.outer,
@@ -103,7 +128,8 @@ fn build_hard(ctx: &BuildCtx) -> Result<Built> {
 
 fn build_kind(ctx: &BuildCtx, kind: Kind) -> Result<Built> {
     ctx.arity(1, 1, 1, 1)?;
-    let x = ctx.float_input(0)?;
+    let dtype = super::pointwise::float_like_input(ctx, 0)?;
+    let x = ctx.input(0)?;
     let rank = x.shape.len();
     let (outer, axis_len, inner) = if rank == 0 {
         (1, 1, 1)
@@ -123,7 +149,7 @@ fn build_kind(ctx: &BuildCtx, kind: Kind) -> Result<Built> {
         )
     };
     Ok(Built {
-        outputs: vec![(DataType::F32, x.shape.to_vec())],
+        outputs: vec![(dtype, x.shape.to_vec())],
         kernel: Box::new(SoftmaxKernel {
             kind,
             outer,
