@@ -8,22 +8,12 @@ use rayon::prelude::*;
 /// Outputs smaller than this many elements are computed on the calling thread.
 const PARALLEL_MIN: usize = 1 << 15;
 
-/// The multidirectional broadcast of shapes, or `None` when they do not broadcast.
+/// The multidirectional broadcast of shapes, or `None` when they do not broadcast (the
+/// pairwise [`broadcast_shape`](super::elementwise::broadcast_shape), folded).
 pub fn broadcast_shapes(shapes: &[&[usize]]) -> Option<Vec<usize>> {
-    let rank = shapes.iter().map(|s| s.len()).max().unwrap_or(0);
-    let mut out = vec![1usize; rank];
-    for s in shapes {
-        let lead = rank - s.len();
-        for (d, &n) in s.iter().enumerate() {
-            let o = &mut out[lead + d];
-            if *o == 1 {
-                *o = n;
-            } else if n != 1 && n != *o {
-                return None;
-            }
-        }
-    }
-    Some(out)
+    shapes.iter().try_fold(Vec::new(), |acc, s| {
+        super::elementwise::broadcast_shape(&acc, s)
+    })
 }
 
 /// Element strides of `shape` seen through `out_shape` (0 along broadcast dimensions).

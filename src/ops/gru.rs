@@ -1,12 +1,11 @@
 //! `GRU` (float32): forward, reverse or bidirectional; gates z, r, h; `linear_before_reset`;
 //! biases, `sequence_lens`, initial state, `clip`, custom activations and both layouts.
 
-use super::recurrent::{floats, required, Act, Recurrent};
+use super::recurrent::{floats, project, required, Act, Recurrent};
 use super::util::BuildCtx;
 use super::{Built, Kernel, OpDef, FLOAT};
 use crate::error::Result;
 use crate::ir::Tensor;
-use crate::kernels::gemm::{sgemm, MatRef};
 
 /// The `GRU` operator.
 pub static DEF: OpDef = OpDef {
@@ -46,14 +45,7 @@ impl Kernel for GruKernel {
         let g3 = 3 * h;
         for (d, &reverse) in g.dirs.iter().enumerate() {
             let mut xw = vec![0.0f32; s * b * g3];
-            sgemm(
-                1.0,
-                MatRef::row_major(&x, s * b, n_in),
-                MatRef::row_major(&w[d * g3 * n_in..][..g3 * n_in], g3, n_in).t(),
-                0.0,
-                &mut xw,
-                g3,
-            );
+            project(&x, s * b, n_in, &w[d * g3 * n_in..], g3, &mut xw);
             let rd = &rw[d * g3 * h..][..g3 * h];
             let (f, act_g) = (g.acts[2 * d], g.acts[2 * d + 1]);
             let bw = |k: usize| bias.map_or(0.0, |bb| bb[d * 6 * h + k]);
@@ -62,15 +54,7 @@ impl Kernel for GruKernel {
             // H·Rᵀ per batch row, for the three gates.
             let mut hr = vec![0.0f32; b * g3];
             for step in 0..s {
-                hr.fill(0.0);
-                sgemm(
-                    1.0,
-                    MatRef::row_major(hd, b, h),
-                    MatRef::row_major(rd, g3, h).t(),
-                    0.0,
-                    &mut hr,
-                    g3,
-                );
+                project(hd, b, h, rd, g3, &mut hr);
                 for bi in 0..b {
                     let len = lens[bi];
                     if step >= len {

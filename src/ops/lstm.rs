@@ -3,12 +3,11 @@
 //! is i, o, f, c as ONNX defines it. The input projections of all steps are one GEMM per
 //! direction; each step adds the recurrent GEMM and applies the gates.
 
-use super::recurrent::{floats, required, Act, Recurrent};
+use super::recurrent::{floats, project, required, Act, Recurrent};
 use super::util::BuildCtx;
 use super::{Built, Kernel, OpDef, FLOAT};
 use crate::error::Result;
 use crate::ir::Tensor;
-use crate::kernels::gemm::{sgemm, MatRef};
 
 /// The `LSTM` operator.
 pub static DEF: OpDef = OpDef {
@@ -53,28 +52,13 @@ impl Kernel for LstmKernel {
             let rd = &r[d * g4 * h..][..g4 * h];
             // Input projections of every step: [seq·batch, 4h] = X · Wᵀ.
             let mut xw = vec![0.0f32; s * b * g4];
-            sgemm(
-                1.0,
-                MatRef::row_major(&x, s * b, n_in),
-                MatRef::row_major(wd, g4, n_in).t(),
-                0.0,
-                &mut xw,
-                g4,
-            );
+            project(&x, s * b, n_in, wd, g4, &mut xw);
             let (f, gact, hact) = (g.acts[3 * d], g.acts[3 * d + 1], g.acts[3 * d + 2]);
             let hd = &mut hs[d * b * h..][..b * h];
             let cd = &mut cs[d * b * h..][..b * h];
             let mut gates = vec![0.0f32; b * g4];
             for step in 0..s {
-                gates.fill(0.0);
-                sgemm(
-                    1.0,
-                    MatRef::row_major(hd, b, h),
-                    MatRef::row_major(rd, g4, h).t(),
-                    0.0,
-                    &mut gates,
-                    g4,
-                );
+                project(hd, b, h, rd, g4, &mut gates);
                 for bi in 0..b {
                     let len = lens[bi];
                     if step >= len {

@@ -4,6 +4,7 @@
 use super::util::BuildCtx;
 use crate::error::{Error, Result, Status};
 use crate::ir::{DataType, Tensor};
+use crate::kernels::gemm::{sgemm, MatRef};
 
 /// An activation function of a recurrent operator, with its parameters.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -351,6 +352,20 @@ impl Recurrent {
         }
         Ok(())
     }
+}
+
+/// `out[rows, n] = src[rows, cols] · w[n, cols]ᵀ`: the input projections of every step
+/// (`src` = X) or one step's recurrent projections (`src` = H).
+pub fn project(src: &[f32], rows: usize, cols: usize, w: &[f32], n: usize, out: &mut [f32]) {
+    out.fill(0.0);
+    sgemm(
+        1.0,
+        MatRef::row_major(src, rows, cols),
+        MatRef::row_major(&w[..n * cols], n, cols).t(),
+        0.0,
+        out,
+        n,
+    );
 }
 
 /// The present input `i`, as floats.

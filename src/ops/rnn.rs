@@ -1,12 +1,11 @@
 //! `RNN` (float32): `H = f(X·Wᵀ + H·Rᵀ + Wb + Rb)`, forward, reverse or bidirectional, with
 //! `sequence_lens`, initial state, `clip`, custom activations and both layouts.
 
-use super::recurrent::{floats, required, Act, Recurrent};
+use super::recurrent::{floats, project, required, Act, Recurrent};
 use super::util::BuildCtx;
 use super::{Built, Kernel, OpDef, FLOAT};
 use crate::error::Result;
 use crate::ir::Tensor;
-use crate::kernels::gemm::{sgemm, MatRef};
 
 /// The `RNN` operator.
 pub static DEF: OpDef = OpDef {
@@ -41,28 +40,13 @@ impl Kernel for RnnKernel {
         let mut y = vec![0.0f32; s * nd * b * h];
         for (d, &reverse) in g.dirs.iter().enumerate() {
             let mut xw = vec![0.0f32; s * b * h];
-            sgemm(
-                1.0,
-                MatRef::row_major(&x, s * b, n_in),
-                MatRef::row_major(&w[d * h * n_in..][..h * n_in], h, n_in).t(),
-                0.0,
-                &mut xw,
-                h,
-            );
+            project(&x, s * b, n_in, &w[d * h * n_in..], h, &mut xw);
             let rd = &rw[d * h * h..][..h * h];
             let f = g.acts[d];
             let hd = &mut hs[d * b * h..][..b * h];
             let mut hr = vec![0.0f32; b * h];
             for step in 0..s {
-                hr.fill(0.0);
-                sgemm(
-                    1.0,
-                    MatRef::row_major(hd, b, h),
-                    MatRef::row_major(rd, h, h).t(),
-                    0.0,
-                    &mut hr,
-                    h,
-                );
+                project(hd, b, h, rd, h, &mut hr);
                 for bi in 0..b {
                     let len = lens[bi];
                     if step >= len {

@@ -305,27 +305,7 @@ impl<'a> BuildCtx<'a> {
 
 /// Numpy-style multidirectional broadcast of two shapes.
 pub fn broadcast(a: &[usize], b: &[usize]) -> Option<Vec<usize>> {
-    let rank = a.len().max(b.len());
-    let mut out = vec![0; rank];
-    for i in 0..rank {
-        let da = if i < rank - a.len() {
-            1
-        } else {
-            a[i - (rank - a.len())]
-        };
-        let db = if i < rank - b.len() {
-            1
-        } else {
-            b[i - (rank - b.len())]
-        };
-        out[i] = match (da, db) {
-            (x, y) if x == y => x,
-            (1, y) => y,
-            (x, 1) => x,
-            _ => return None,
-        };
-    }
-    Some(out)
+    crate::kernels::elementwise::broadcast_shape(a, b)
 }
 
 /// A kernel that copies its first input into its first output (same element count): Identity,
