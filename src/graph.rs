@@ -23,9 +23,11 @@ pub struct BoundTensor {
 }
 
 impl BoundTensor {
-    /// Size of the buffer in bytes.
+    /// Size of the buffer in bytes (sub-byte types packed as ONNX packs them).
     pub fn byte_len(&self) -> usize {
-        self.shape.iter().product::<usize>() * self.dtype.size().unwrap_or(0)
+        self.dtype
+            .byte_len(self.shape.iter().product::<usize>())
+            .unwrap_or(0)
     }
 }
 

@@ -63,7 +63,7 @@ struct Held {
 
 impl Held {
     fn new(name: &str, t: &Tensor) -> Held {
-        let mut bytes = vec![0u8; t.len() * t.dtype().size().unwrap_or(1)];
+        let mut bytes = vec![0u8; t.dtype().byte_len(t.len()).unwrap_or(0)];
         t.data.write_le_bytes(&mut bytes);
         Held {
             name: CString::new(name).unwrap(),
@@ -83,10 +83,11 @@ impl Held {
     }
 
     fn tensor(&self) -> Tensor {
-        let shape = self.shape.iter().map(|&d| d as usize).collect();
+        let shape: Vec<usize> = self.shape.iter().map(|&d| d as usize).collect();
+        let len = shape.iter().product();
         Tensor::new(
             shape,
-            TensorData::from_le_bytes(self.dtype, &self.bytes).unwrap(),
+            TensorData::from_le_bytes(self.dtype, &self.bytes, len).unwrap(),
         )
         .unwrap()
     }

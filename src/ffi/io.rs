@@ -123,10 +123,10 @@ unsafe fn read_one(i: usize, d: &onnxTensorDescriptorV1) -> Result<Described> {
             format!("'{name}': NULL buffer"),
         ));
     }
-    let elem = dtype.size().unwrap_or(1);
     let fits = shape
         .iter()
-        .try_fold(elem, |acc, &d| acc.checked_mul(d))
+        .try_fold(1usize, |acc, &d| acc.checked_mul(d))
+        .and_then(|n| dtype.byte_len(n))
         .is_some_and(|bytes| bytes <= isize::MAX as usize);
     if !fits {
         return Err(Error::new(
@@ -152,7 +152,11 @@ unsafe fn read_one(i: usize, d: &onnxTensorDescriptorV1) -> Result<Described> {
 pub unsafe fn read_tensor(b: &BoundTensor) -> Result<Tensor> {
     // SAFETY: as stated for this function.
     let bytes = unsafe { std::slice::from_raw_parts(b.addr as usize as *const u8, b.byte_len()) };
-    Tensor::new(b.shape.clone(), TensorData::from_le_bytes(b.dtype, bytes)?)
+    let len = b.shape.iter().product::<usize>();
+    Tensor::new(
+        b.shape.clone(),
+        TensorData::from_le_bytes(b.dtype, bytes, len)?,
+    )
 }
 
 /// Copies an output into the caller's buffer, checking type and shape.

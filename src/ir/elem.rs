@@ -2,6 +2,9 @@
 //! Rust type and to its variant of [`TensorData`], so operators are written once, generic over
 //! `T: Elem`, and dispatched over a tensor's dtype with [`dispatch_stored!`](crate::dispatch_stored).
 
+use super::narrow::{
+    self, F8E4M3Fn, F8E4M3FnUz, F8E5M2FnUz, F4E2M1, F8E5M2, F8E8M0, I2, I4, U2, U4,
+};
 use super::tensor::{DataType, TensorData};
 use half::{bf16, f16};
 
@@ -11,8 +14,11 @@ pub trait Elem:
 {
     /// The ONNX element type.
     const DTYPE: DataType;
-    /// Bytes per element in ONNX's little-endian layout.
+    /// Bytes per element in ONNX's little-endian layout (1 for the sub-byte types).
     const SIZE: usize;
+    /// Bits per element when serialised: `8 * SIZE`, or 4 and 2 for the sub-byte types, which
+    /// pack several elements per byte, the first in the low bits.
+    const BITS: usize;
     /// Reads one element from `SIZE` little-endian bytes.
     fn from_le(bytes: &[u8]) -> Self;
     /// Writes one element as `SIZE` little-endian bytes.
@@ -38,9 +44,25 @@ pub trait Elem:
 macro_rules! impl_elem {
     ($variant:ident, $t:ty, $size:expr, $to:expr, $from:expr, $read:expr, $write:expr,
      $to_int:expr, $from_int:expr) => {
+        impl_elem!(
+            $variant,
+            $t,
+            $size,
+            8 * $size,
+            $to,
+            $from,
+            $read,
+            $write,
+            $to_int,
+            $from_int
+        );
+    };
+    ($variant:ident, $t:ty, $size:expr, $bits:expr, $to:expr, $from:expr, $read:expr,
+     $write:expr, $to_int:expr, $from_int:expr) => {
         impl Elem for $t {
             const DTYPE: DataType = DataType::$variant;
             const SIZE: usize = $size;
+            const BITS: usize = $bits;
             fn from_le(bytes: &[u8]) -> Self {
                 let read: fn(&[u8]) -> $t = $read;
                 read(bytes)
@@ -150,8 +172,74 @@ impl_elem!(
     |v| v != 0
 );
 
+/// Implements [`Elem`] for a minifloat newtype (saturating conversions, as `Cast` by default).
+macro_rules! impl_minifloat {
+    ($variant:ident, $bits:expr) => {
+        impl_elem!(
+            $variant,
+            $variant,
+            1,
+            $bits,
+            |x| f64::from(x.to_f32()),
+            |v| $variant::from_f32(v as f32, true),
+            |b| $variant(b[0] & (((1u16 << $bits) - 1) as u8)),
+            |x, out| out[0] = x.0,
+            |x| narrow::truncate(f64::from(x.to_f32())),
+            |v| $variant::from_f32(v as f32, true)
+        );
+    };
+}
+
+impl_minifloat!(F8E4M3Fn, 8);
+impl_minifloat!(F8E4M3FnUz, 8);
+impl_minifloat!(F8E5M2, 8);
+impl_minifloat!(F8E5M2FnUz, 8);
+impl_minifloat!(F4E2M1, 4);
+impl_elem!(
+    F8E8M0,
+    F8E8M0,
+    1,
+    |x| f64::from(x.to_f32()),
+    |v| F8E8M0(narrow::encode_e8m0(
+        v as f32,
+        true,
+        narrow::E8M0Rounding::Up
+    )),
+    |b| F8E8M0(b[0]),
+    |x, out| out[0] = x.0,
+    |x| narrow::truncate(f64::from(x.to_f32())),
+    |v| F8E8M0(narrow::encode_e8m0(
+        v as f32,
+        true,
+        narrow::E8M0Rounding::Up
+    ))
+);
+
+/// Implements [`Elem`] for a narrow integer newtype.
+macro_rules! impl_narrow_int {
+    ($variant:ident, $bits:expr) => {
+        impl_elem!(
+            $variant,
+            $variant,
+            1,
+            $bits,
+            |x| f64::from(x.0),
+            |v| $variant::wrapping(narrow::truncate(v)),
+            |b| $variant::from_bits(b[0]),
+            |x, out| out[0] = x.bits(),
+            |x| i128::from(x.0),
+            $variant::wrapping
+        );
+    };
+}
+
+impl_narrow_int!(I4, 4);
+impl_narrow_int!(U4, 4);
+impl_narrow_int!(I2, 2);
+impl_narrow_int!(U2, 2);
+
 /// Runs `$body` with `$T` bound to the Rust type of a stored `DataType` (every type
-/// [`TensorData`] holds); `$other` names the dtype in the fallback expression for the rest.
+/// [`TensorData`] holds, the narrow float8/float4/int4/int2 types included); `$other` names the dtype in the fallback expression for the rest.
 #[macro_export]
 macro_rules! dispatch_stored {
     ($dtype:expr, $T:ident => $body:expr, $other:ident => $fallback:expr) => {{
@@ -207,6 +295,46 @@ macro_rules! dispatch_stored {
             }
             __D::Bool => {
                 type $T = bool;
+                $body
+            }
+            __D::F8E4M3Fn => {
+                type $T = $crate::ir::narrow::F8E4M3Fn;
+                $body
+            }
+            __D::F8E4M3FnUz => {
+                type $T = $crate::ir::narrow::F8E4M3FnUz;
+                $body
+            }
+            __D::F8E5M2 => {
+                type $T = $crate::ir::narrow::F8E5M2;
+                $body
+            }
+            __D::F8E5M2FnUz => {
+                type $T = $crate::ir::narrow::F8E5M2FnUz;
+                $body
+            }
+            __D::F8E8M0 => {
+                type $T = $crate::ir::narrow::F8E8M0;
+                $body
+            }
+            __D::F4E2M1 => {
+                type $T = $crate::ir::narrow::F4E2M1;
+                $body
+            }
+            __D::I4 => {
+                type $T = $crate::ir::narrow::I4;
+                $body
+            }
+            __D::U4 => {
+                type $T = $crate::ir::narrow::U4;
+                $body
+            }
+            __D::I2 => {
+                type $T = $crate::ir::narrow::I2;
+                $body
+            }
+            __D::U2 => {
+                type $T = $crate::ir::narrow::U2;
                 $body
             }
             $other => $fallback,

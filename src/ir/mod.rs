@@ -4,6 +4,7 @@
 
 mod elem;
 pub mod import;
+pub mod narrow;
 mod tensor;
 mod value;
 

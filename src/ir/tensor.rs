@@ -1,6 +1,7 @@
 //! Element types and dense tensors.
 
 use super::elem::Elem;
+use super::narrow;
 use crate::error::{Error, Result, Status};
 use crate::model::onnx::TensorProto;
 
@@ -33,7 +34,27 @@ pub enum DataType {
     F16,
     /// bfloat16.
     BF16,
-    /// A type ONNX defines that this backend stores nowhere (strings, complex, float8, int4 …).
+    /// float8 e4m3fn.
+    F8E4M3Fn,
+    /// float8 e4m3fnuz.
+    F8E4M3FnUz,
+    /// float8 e5m2.
+    F8E5M2,
+    /// float8 e5m2fnuz.
+    F8E5M2FnUz,
+    /// float8 e8m0 (a power of two).
+    F8E8M0,
+    /// float4 e2m1 (packed two per byte when serialised).
+    F4E2M1,
+    /// 4-bit signed integer (packed two per byte when serialised).
+    I4,
+    /// 4-bit unsigned integer (packed two per byte when serialised).
+    U4,
+    /// 2-bit signed integer (packed four per byte when serialised).
+    I2,
+    /// 2-bit unsigned integer (packed four per byte when serialised).
+    U2,
+    /// A type ONNX defines that this backend stores nowhere (strings, complex, float6).
     Other(i32),
 }
 
@@ -54,7 +75,17 @@ impl DataType {
             12 => DataType::U32,
             13 => DataType::U64,
             16 => DataType::BF16,
-            8 | 14 | 15 | 17..=28 => DataType::Other(code as i32),
+            17 => DataType::F8E4M3Fn,
+            18 => DataType::F8E4M3FnUz,
+            19 => DataType::F8E5M2,
+            20 => DataType::F8E5M2FnUz,
+            21 => DataType::U4,
+            22 => DataType::I4,
+            23 => DataType::F4E2M1,
+            24 => DataType::F8E8M0,
+            25 => DataType::U2,
+            26 => DataType::I2,
+            8 | 14 | 15 | 27 | 28 => DataType::Other(code as i32),
             _ => return None,
         })
     }
@@ -75,24 +106,65 @@ impl DataType {
             DataType::U32 => 12,
             DataType::U64 => 13,
             DataType::BF16 => 16,
+            DataType::F8E4M3Fn => 17,
+            DataType::F8E4M3FnUz => 18,
+            DataType::F8E5M2 => 19,
+            DataType::F8E5M2FnUz => 20,
+            DataType::U4 => 21,
+            DataType::I4 => 22,
+            DataType::F4E2M1 => 23,
+            DataType::F8E8M0 => 24,
+            DataType::U2 => 25,
+            DataType::I2 => 26,
             DataType::Other(c) => c,
         }
     }
 
-    /// Bytes per element, for the types this backend stores.
+    /// Bytes per element, for the stored types of at least one byte (`None` for sub-byte
+    /// types, see [`DataType::byte_len`]).
     pub fn size(self) -> Option<usize> {
+        match self.bits()? {
+            bits if bits >= 8 => Some(bits / 8),
+            _ => None,
+        }
+    }
+
+    /// Bits per element when serialised, for the types this backend stores.
+    pub fn bits(self) -> Option<usize> {
         Some(match self {
-            DataType::F32 | DataType::I32 | DataType::U32 => 4,
-            DataType::F64 | DataType::I64 | DataType::U64 => 8,
-            DataType::I8 | DataType::U8 | DataType::Bool => 1,
-            DataType::I16 | DataType::U16 | DataType::F16 | DataType::BF16 => 2,
+            DataType::F32 | DataType::I32 | DataType::U32 => 32,
+            DataType::F64 | DataType::I64 | DataType::U64 => 64,
+            DataType::I16 | DataType::U16 | DataType::F16 | DataType::BF16 => 16,
+            DataType::I8
+            | DataType::U8
+            | DataType::Bool
+            | DataType::F8E4M3Fn
+            | DataType::F8E4M3FnUz
+            | DataType::F8E5M2
+            | DataType::F8E5M2FnUz
+            | DataType::F8E8M0 => 8,
+            DataType::F4E2M1 | DataType::I4 | DataType::U4 => 4,
+            DataType::I2 | DataType::U2 => 2,
             DataType::Other(_) => return None,
         })
+    }
+
+    /// Bytes that `elements` elements take serialised (sub-byte types packed, the last byte
+    /// padded); `None` for unstored types or on overflow.
+    pub fn byte_len(self, elements: usize) -> Option<usize> {
+        let bits = elements.checked_mul(self.bits()?)?;
+        Some(bits.div_ceil(8))
     }
 
     /// Whether tensors of this type can be held by [`TensorData`].
     pub fn is_stored(self) -> bool {
         !matches!(self, DataType::Other(_))
+    }
+
+    /// Whether this is one of the narrow float8/float4/int4/int2 types, which are stored, moved
+    /// and cast but not computed on.
+    pub fn is_narrow(self) -> bool {
+        self.is_stored() && !self.is_float() && !self.is_integer() && self != DataType::Bool
     }
 
     /// Whether this is a floating-point type (f16, bf16, f32, f64).
@@ -134,16 +206,21 @@ impl DataType {
             DataType::Bool => "bool".into(),
             DataType::F16 => "float16".into(),
             DataType::BF16 => "bfloat16".into(),
+            DataType::F8E4M3Fn => "float8e4m3fn".into(),
+            DataType::F8E4M3FnUz => "float8e4m3fnuz".into(),
+            DataType::F8E5M2 => "float8e5m2".into(),
+            DataType::F8E5M2FnUz => "float8e5m2fnuz".into(),
+            DataType::F8E8M0 => "float8e8m0".into(),
+            DataType::F4E2M1 => "float4e2m1".into(),
+            DataType::U4 => "uint4".into(),
+            DataType::I4 => "int4".into(),
+            DataType::U2 => "uint2".into(),
+            DataType::I2 => "int2".into(),
             DataType::Other(8) => "string".into(),
             DataType::Other(14) => "complex64".into(),
             DataType::Other(15) => "complex128".into(),
-            DataType::Other(17) => "float8e4m3fn".into(),
-            DataType::Other(18) => "float8e4m3fnuz".into(),
-            DataType::Other(19) => "float8e5m2".into(),
-            DataType::Other(20) => "float8e5m2fnuz".into(),
-            DataType::Other(21) => "uint4".into(),
-            DataType::Other(22) => "int4".into(),
-            DataType::Other(23) => "float4e2m1".into(),
+            DataType::Other(27) => "float6e2m3".into(),
+            DataType::Other(28) => "float6e3m2".into(),
             DataType::Other(c) => format!("type#{c}"),
         }
     }
@@ -211,15 +288,17 @@ macro_rules! tensor_data {
                 }
             }
 
-            /// Decodes little-endian bytes.
-            pub fn from_le_bytes(dtype: DataType, bytes: &[u8]) -> Result<TensorData> {
+            /// Decodes `len` elements from little-endian bytes (sub-byte types packed, first
+            /// element in the low bits); the byte count must match exactly.
+            pub fn from_le_bytes(dtype: DataType, bytes: &[u8], len: usize) -> Result<TensorData> {
                 match dtype {
-                    $(DataType::$variant => Ok(TensorData::$variant(decode_le::<$t>(bytes)?)),)+
+                    $(DataType::$variant => Ok(TensorData::$variant(decode_le::<$t>(bytes, len)?)),)+
                     other => Err(unsupported_type(other)),
                 }
             }
 
-            /// Encodes as little-endian bytes into `out` (which must have the exact size).
+            /// Encodes as little-endian bytes into `out` (which must have the exact size, see
+            /// [`DataType::byte_len`]; sub-byte types are packed, the padding bits zero).
             pub fn write_le_bytes(&self, out: &mut [u8]) {
                 match self {
                     $(TensorData::$variant(v) => encode_le(v, out),)+
@@ -231,7 +310,10 @@ macro_rules! tensor_data {
 
 tensor_data!(
     F32 f32, F64 f64, F16 half::f16, BF16 half::bf16, I8 i8, U8 u8, I16 i16, U16 u16, I32 i32,
-    U32 u32, I64 i64, U64 u64, Bool bool
+    U32 u32, I64 i64, U64 u64, Bool bool, F8E4M3Fn narrow::F8E4M3Fn,
+    F8E4M3FnUz narrow::F8E4M3FnUz, F8E5M2 narrow::F8E5M2, F8E5M2FnUz narrow::F8E5M2FnUz,
+    F8E8M0 narrow::F8E8M0, F4E2M1 narrow::F4E2M1, I4 narrow::I4, U4 narrow::U4, I2 narrow::I2,
+    U2 narrow::U2
 );
 
 fn unsupported_type(t: DataType) -> Error {
@@ -263,27 +345,45 @@ fn refill<T: Clone + Default>(v: &mut Vec<T>, len: usize) -> Result<()> {
     Ok(())
 }
 
-fn decode_le<T: Elem>(bytes: &[u8]) -> Result<Vec<T>> {
-    if !bytes.len().is_multiple_of(T::SIZE) {
+fn decode_le<T: Elem>(bytes: &[u8], len: usize) -> Result<Vec<T>> {
+    if T::DTYPE.byte_len(len) != Some(bytes.len()) {
         return Err(Error::new(
-            Status::InvalidModel,
+            Status::InvalidShape,
             format!(
-                "{} bytes is not a whole number of {} elements",
+                "{} bytes do not hold {len} {} elements",
                 bytes.len(),
                 T::DTYPE.name()
             ),
         ));
     }
     let mut v = Vec::new();
-    v.try_reserve_exact(bytes.len() / T::SIZE)
-        .map_err(|_| out_of_memory(bytes.len() / T::SIZE))?;
-    v.extend(bytes.chunks_exact(T::SIZE).map(T::from_le));
+    v.try_reserve_exact(len).map_err(|_| out_of_memory(len))?;
+    if T::BITS >= 8 {
+        v.extend(bytes.chunks_exact(T::SIZE).map(T::from_le));
+    } else {
+        let per_byte = 8 / T::BITS;
+        v.extend((0..len).map(|i| {
+            let shifted = bytes[i / per_byte] >> ((i % per_byte) * T::BITS);
+            T::from_le(&[shifted])
+        }));
+    }
     Ok(v)
 }
 
 fn encode_le<T: Elem>(v: &[T], out: &mut [u8]) {
-    for (dst, &x) in out.chunks_exact_mut(T::SIZE).zip(v) {
-        x.write_le(dst);
+    if T::BITS >= 8 {
+        for (dst, &x) in out.chunks_exact_mut(T::SIZE).zip(v) {
+            x.write_le(dst);
+        }
+        return;
+    }
+    out.fill(0);
+    let per_byte = 8 / T::BITS;
+    let mask = (1u16 << T::BITS) as u8 - 1;
+    for (i, &x) in v.iter().enumerate() {
+        let mut bits = [0u8];
+        x.write_le(&mut bits);
+        out[i / per_byte] |= (bits[0] & mask) << ((i % per_byte) * T::BITS);
     }
 }
 
@@ -427,8 +527,24 @@ impl Tensor {
                 ),
             ));
         }
+        let invalid = |e: Error| {
+            Error::new(
+                Status::InvalidModel,
+                format!("tensor '{name}': {}", e.message),
+            )
+        };
+        let len = numel(&shape).map_err(invalid)?;
         let data = if let Some(raw) = &t.raw_data {
-            TensorData::from_le_bytes(dtype, raw)?
+            TensorData::from_le_bytes(dtype, raw, len).map_err(invalid)?
+        } else if dtype.is_narrow() {
+            // One element (float8) or one packed byte (sub-byte types) per int32.
+            let bytes: Vec<u8> = t.int32_data.iter().map(|&x| x as u8).collect();
+            let len = if dtype.size().is_some() {
+                bytes.len()
+            } else {
+                len
+            };
+            TensorData::from_le_bytes(dtype, &bytes, len).map_err(invalid)?
         } else {
             let i32s = || t.int32_data.iter();
             match dtype {
@@ -450,15 +566,10 @@ impl Tensor {
                 }
                 DataType::U32 => TensorData::U32(t.uint64_data.iter().map(|&x| x as u32).collect()),
                 DataType::U64 => TensorData::U64(t.uint64_data.clone()),
-                DataType::Other(_) => unreachable!("checked by is_stored"),
+                other => return Err(invalid(unsupported_type(other))),
             }
         };
-        Tensor::new(shape, data).map_err(|e| {
-            Error::new(
-                Status::InvalidModel,
-                format!("tensor '{name}': {}", e.message),
-            )
-        })
+        Tensor::new(shape, data).map_err(invalid)
     }
 }
 
@@ -518,6 +629,24 @@ mod tests {
         let d = TensorData::I64(vec![1, -2, 1 << 40]);
         let mut b = vec![0u8; 24];
         d.write_le_bytes(&mut b);
-        assert_eq!(TensorData::from_le_bytes(DataType::I64, &b).unwrap(), d);
+        assert_eq!(TensorData::from_le_bytes(DataType::I64, &b, 3).unwrap(), d);
+    }
+
+    #[test]
+    fn sub_byte_types_pack_low_bits_first() {
+        use super::super::narrow::{I4, U2};
+        // Three int4 values -1, 2, -8 pack as 0x2F, 0x08 (the last high nibble is padding).
+        let d = TensorData::I4(vec![I4(-1), I4(2), I4(-8)]);
+        let mut b = vec![0xAAu8; 2];
+        d.write_le_bytes(&mut b);
+        assert_eq!(b, [0x2f, 0x08]);
+        assert_eq!(TensorData::from_le_bytes(DataType::I4, &b, 3).unwrap(), d);
+        // Five uint2 values 1, 2, 3, 0, 1 pack as 0b00_11_10_01, 0b01.
+        let d = TensorData::U2(vec![U2(1), U2(2), U2(3), U2(0), U2(1)]);
+        let mut b = vec![0u8; 2];
+        d.write_le_bytes(&mut b);
+        assert_eq!(b, [0b0011_1001, 0b01]);
+        assert_eq!(TensorData::from_le_bytes(DataType::U2, &b, 5).unwrap(), d);
+        assert!(TensorData::from_le_bytes(DataType::U2, &b, 9).is_err());
     }
 }

@@ -148,7 +148,7 @@ pub fn build(ctx: &BuildCtx, op: Arith) -> Result<Built> {
             format!("inputs are {} and {}", a.dtype.name(), b.dtype.name()),
         ));
     }
-    if a.dtype == DataType::Bool || !a.dtype.is_stored() {
+    if a.dtype == DataType::Bool || !a.dtype.is_stored() || a.dtype.is_narrow() {
         return Err(ctx.err(
             Status::UnsupportedDatatype,
             format!("{} inputs are not supported", a.dtype.name()),

@@ -70,7 +70,10 @@ fn build(ctx: &BuildCtx, cmp: Cmp) -> Result<Built> {
             format!("inputs are {} and {}", a.dtype.name(), b.dtype.name()),
         ));
     }
-    if !a.dtype.is_stored() || (a.dtype == DataType::Bool && !matches!(cmp, Cmp::Eq)) {
+    if !a.dtype.is_stored()
+        || a.dtype.is_narrow()
+        || (a.dtype == DataType::Bool && !matches!(cmp, Cmp::Eq))
+    {
         return Err(ctx.err(
             Status::UnsupportedDatatype,
             format!("{} inputs are not supported", a.dtype.name()),

@@ -1,6 +1,6 @@
 //! `Concat`: joins tensors of one type along an axis.
 
-use super::{BuildCtx, Built, Kernel, OpDef, ANY};
+use super::{BuildCtx, Built, Kernel, OpDef, STORED};
 use crate::error::{Error, Result, Status};
 use crate::ir::Tensor;
 
@@ -10,7 +10,7 @@ pub static DEF: OpDef = OpDef {
     domain: "",
     min_opset: 1,
     attributes: &["axis"],
-    types: ANY,
+    types: STORED,
     build,
 };
 

@@ -2,7 +2,7 @@
 //! `value_int(s)`).
 
 use super::util::ConstKernel;
-use super::{BuildCtx, Built, OpDef, ANY};
+use super::{BuildCtx, Built, OpDef, STORED};
 use crate::error::{Result, Status};
 use crate::ir::{Attr, Tensor, TensorData};
 
@@ -21,7 +21,7 @@ pub static DEF: OpDef = OpDef {
         "value_strings",
         "sparse_value",
     ],
-    types: ANY,
+    types: STORED,
     build,
 };
 

@@ -3,7 +3,7 @@
 //! view.
 
 use super::util::BuildCtx;
-use super::{Built, Kernel, OpDef, ANY};
+use super::{Built, Kernel, OpDef, STORED};
 use crate::error::{Error, Result, Status};
 use crate::ir::Tensor;
 use crate::kernels::transpose::transpose;
@@ -14,7 +14,7 @@ pub static DEF: OpDef = OpDef {
     domain: "",
     min_opset: 1,
     attributes: &["blocksize", "mode"],
-    types: ANY,
+    types: STORED,
     build: build_d2s,
 };
 
@@ -24,7 +24,7 @@ pub static SPACE_TO_DEPTH_DEF: OpDef = OpDef {
     domain: "",
     min_opset: 1,
     attributes: &["blocksize", "mode"],
-    types: ANY,
+    types: STORED,
     build: build_s2d,
 };
 

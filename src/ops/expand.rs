@@ -2,7 +2,7 @@
 //! rules: the result has the broadcast of both shapes).
 
 use super::util::BuildCtx;
-use super::{Built, Kernel, OpDef, ANY};
+use super::{Built, Kernel, OpDef, STORED};
 use crate::error::{Error, Result, Status};
 use crate::ir::{Elem, Tensor};
 use crate::kernels::broadcast::{broadcast_shapes, map1};
@@ -13,7 +13,7 @@ pub static DEF: OpDef = OpDef {
     domain: "",
     min_opset: 8,
     attributes: &[],
-    types: ANY,
+    types: STORED,
     build,
 };
 

@@ -1,7 +1,7 @@
 //! `Flatten`: a 2-D view `[prod(dims[..axis]), prod(dims[axis..])]`.
 
 use super::util::CopyKernel;
-use super::{BuildCtx, Built, OpDef, ANY};
+use super::{BuildCtx, Built, OpDef, STORED};
 use crate::error::{Result, Status};
 
 /// The `Flatten` operator.
@@ -10,7 +10,7 @@ pub static DEF: OpDef = OpDef {
     domain: "",
     min_opset: 1,
     attributes: &["axis"],
-    types: ANY,
+    types: STORED,
     build,
 };
 

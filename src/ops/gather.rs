@@ -1,7 +1,7 @@
 //! `Gather`: picks entries of the data along `axis` by index (indices normalised once when they
 //! are constant, at run time otherwise).
 
-use super::{BuildCtx, Built, Kernel, OpDef, ANY};
+use super::{BuildCtx, Built, Kernel, OpDef, STORED};
 use crate::error::{Error, Result, Status};
 use crate::ir::{DataType, Tensor};
 
@@ -11,7 +11,7 @@ pub static DEF: OpDef = OpDef {
     domain: "",
     min_opset: 1,
     attributes: &["axis"],
-    types: ANY,
+    types: STORED,
     build,
 };
 

@@ -2,7 +2,7 @@
 //! indices' shape.
 
 use super::util::BuildCtx;
-use super::{Built, Kernel, OpDef, ANY};
+use super::{Built, Kernel, OpDef, STORED};
 use crate::error::{Error, Result, Status};
 use crate::ir::{DataType, Elem, Tensor};
 
@@ -12,7 +12,7 @@ pub static DEF: OpDef = OpDef {
     domain: "",
     min_opset: 11,
     attributes: &["axis"],
-    types: ANY,
+    types: STORED,
     build,
 };
 

@@ -1,7 +1,7 @@
 //! `Identity`: the output is the input.
 
 use super::util::CopyKernel;
-use super::{BuildCtx, Built, OpDef, ANY};
+use super::{BuildCtx, Built, OpDef, STORED};
 use crate::error::Result;
 
 /// The `Identity` operator.
@@ -10,7 +10,7 @@ pub static DEF: OpDef = OpDef {
     domain: "",
     min_opset: 1,
     attributes: &[],
-    types: ANY,
+    types: STORED,
     build,
 };
 

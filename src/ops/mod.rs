@@ -159,7 +159,7 @@ pub struct OpDef {
 
 /// Float only.
 pub const FLOAT: &[DataType] = &[DataType::F32];
-/// Any type the backend stores (data-movement operators).
+/// Every type the backend computes on (the wide numeric types and bool).
 pub const ANY: &[DataType] = &[
     DataType::F32,
     DataType::F64,
@@ -174,6 +174,34 @@ pub const ANY: &[DataType] = &[
     DataType::I64,
     DataType::U64,
     DataType::Bool,
+];
+
+/// Every stored type: [`ANY`] plus the narrow float8/float4/int4/int2 types, which only
+/// data-movement operators and casts accept.
+pub const STORED: &[DataType] = &[
+    DataType::F32,
+    DataType::F64,
+    DataType::F16,
+    DataType::BF16,
+    DataType::I8,
+    DataType::U8,
+    DataType::I16,
+    DataType::U16,
+    DataType::I32,
+    DataType::U32,
+    DataType::I64,
+    DataType::U64,
+    DataType::Bool,
+    DataType::F8E4M3Fn,
+    DataType::F8E4M3FnUz,
+    DataType::F8E5M2,
+    DataType::F8E5M2FnUz,
+    DataType::F8E8M0,
+    DataType::F4E2M1,
+    DataType::I4,
+    DataType::U4,
+    DataType::I2,
+    DataType::U2,
 ];
 
 /// Every numeric type (all stored types but bool).

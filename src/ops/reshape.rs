@@ -2,7 +2,7 @@
 //! `-1` is inferred).
 
 use super::util::CopyKernel;
-use super::{BuildCtx, Built, OpDef, ANY};
+use super::{BuildCtx, Built, OpDef, STORED};
 use crate::error::{Result, Status};
 
 /// The `Reshape` operator.
@@ -11,7 +11,7 @@ pub static DEF: OpDef = OpDef {
     domain: "",
     min_opset: 5,
     attributes: &["allowzero"],
-    types: ANY,
+    types: STORED,
     build,
 };
 

@@ -4,7 +4,7 @@
 //! updates in order with the `reduction` (none, add, mul, max, min).
 
 use super::util::BuildCtx;
-use super::{Built, Kernel, OpDef, ANY};
+use super::{Built, Kernel, OpDef, STORED};
 use crate::error::{Error, Result, Status};
 use crate::ir::{DataType, Elem, Tensor};
 use crate::kernels::scalar::Scalar;
@@ -15,7 +15,7 @@ pub static GATHER_ND_DEF: OpDef = OpDef {
     domain: "",
     min_opset: 11,
     attributes: &["batch_dims"],
-    types: ANY,
+    types: STORED,
     build: build_gather_nd,
 };
 
@@ -25,7 +25,7 @@ pub static SCATTER_ND_DEF: OpDef = OpDef {
     domain: "",
     min_opset: 11,
     attributes: &["reduction"],
-    types: ANY,
+    types: STORED,
     build: build_scatter_nd,
 };
 
@@ -35,7 +35,7 @@ pub static SCATTER_ELEMENTS_DEF: OpDef = OpDef {
     domain: "",
     min_opset: 11,
     attributes: &["axis", "reduction"],
-    types: ANY,
+    types: STORED,
     build: build_scatter_elements,
 };
 

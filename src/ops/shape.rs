@@ -2,7 +2,7 @@
 //! the dimensions).
 
 use super::util::ConstKernel;
-use super::{BuildCtx, Built, OpDef, ANY};
+use super::{BuildCtx, Built, OpDef, STORED};
 use crate::error::Result;
 use crate::ir::{DataType, Tensor, TensorData};
 
@@ -12,7 +12,7 @@ pub static DEF: OpDef = OpDef {
     domain: "",
     min_opset: 1,
     attributes: &["start", "end"],
-    types: ANY,
+    types: STORED,
     build,
 };
 

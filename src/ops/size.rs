@@ -1,7 +1,7 @@
 //! `Size`: the number of elements of the input, as an int64 scalar.
 
 use super::util::{BuildCtx, ConstKernel};
-use super::{Built, OpDef, ANY};
+use super::{Built, OpDef, STORED};
 use crate::error::Result;
 use crate::ir::{DataType, Tensor};
 
@@ -11,7 +11,7 @@ pub static DEF: OpDef = OpDef {
     domain: "",
     min_opset: 1,
     attributes: &[],
-    types: ANY,
+    types: STORED,
     build,
 };
 

@@ -2,7 +2,7 @@
 //! 10, inputs from 10), with ONNX's clamping of out-of-range bounds for either step sign.
 
 use super::util::BuildCtx;
-use super::{Built, Kernel, OpDef, ANY};
+use super::{Built, Kernel, OpDef, STORED};
 use crate::error::{Error, Result, Status};
 use crate::ir::Tensor;
 
@@ -12,7 +12,7 @@ pub static DEF: OpDef = OpDef {
     domain: "",
     min_opset: 1,
     attributes: &["axes", "ends", "starts"],
-    types: ANY,
+    types: STORED,
     build,
 };
 

@@ -2,7 +2,7 @@
 //! (before opset 13), the `split` input (from 13), `num_outputs` (from 18) or equal parts.
 
 use super::util::BuildCtx;
-use super::{Built, Kernel, OpDef, ANY};
+use super::{Built, Kernel, OpDef, STORED};
 use crate::error::{Error, Result, Status};
 use crate::ir::{Elem, Tensor};
 
@@ -12,7 +12,7 @@ pub static DEF: OpDef = OpDef {
     domain: "",
     min_opset: 2,
     attributes: &["axis", "split", "num_outputs"],
-    types: ANY,
+    types: STORED,
     build,
 };
 

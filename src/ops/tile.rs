@@ -1,7 +1,7 @@
 //! `Tile`: repeats the input `repeats[d]` times along each dimension `d`.
 
 use super::util::BuildCtx;
-use super::{Built, Kernel, OpDef, ANY};
+use super::{Built, Kernel, OpDef, STORED};
 use crate::error::{Error, Result, Status};
 use crate::ir::{Elem, Tensor};
 
@@ -11,7 +11,7 @@ pub static DEF: OpDef = OpDef {
     domain: "",
     min_opset: 6,
     attributes: &[],
-    types: ANY,
+    types: STORED,
     build,
 };
 

@@ -1,6 +1,6 @@
 //! `Transpose`: permutes the axes (reverses them by default).
 
-use super::{BuildCtx, Built, Kernel, OpDef, ANY};
+use super::{BuildCtx, Built, Kernel, OpDef, STORED};
 use crate::error::{Error, Result, Status};
 use crate::ir::Tensor;
 use crate::kernels::transpose::transpose;
@@ -11,7 +11,7 @@ pub static DEF: OpDef = OpDef {
     domain: "",
     min_opset: 1,
     attributes: &["perm"],
-    types: ANY,
+    types: STORED,
     build,
 };
 

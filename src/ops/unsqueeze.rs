@@ -2,7 +2,7 @@
 //! attribute before opset 13 and a constant input from 13.
 
 use super::util::CopyKernel;
-use super::{squeeze, BuildCtx, Built, OpDef, ANY};
+use super::{squeeze, BuildCtx, Built, OpDef, STORED};
 use crate::error::{Result, Status};
 
 /// The `Unsqueeze` operator.
@@ -11,7 +11,7 @@ pub static DEF: OpDef = OpDef {
     domain: "",
     min_opset: 1,
     attributes: &["axes"],
-    types: ANY,
+    types: STORED,
     build,
 };
 

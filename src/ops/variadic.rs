@@ -157,7 +157,7 @@ pub fn build(ctx: &BuildCtx, op: BinaryOp, mean: bool) -> Result<Built> {
 
 fn build_typed(ctx: &BuildCtx, op: BinaryOp, mean: bool, dtype: DataType) -> Result<Built> {
     ctx.arity(1, usize::MAX, 1, 1)?;
-    if dtype == DataType::Bool || !dtype.is_stored() {
+    if dtype == DataType::Bool || !dtype.is_stored() || dtype.is_narrow() {
         return Err(ctx.err(
             Status::UnsupportedDatatype,
             format!("{} inputs are not supported", dtype.name()),
