@@ -14,5 +14,6 @@ pub mod ir;
 pub mod kernels;
 pub mod model;
 pub mod ops;
+pub mod schema;
 pub mod sync;
 pub mod text;
