@@ -49,7 +49,13 @@ fn schema_code(table: &str) -> Result<String, String> {
     let mut domains = String::new();
     let mut schemas = String::new();
     let mut open = false;
-    let domain_name = |d: &str| if d == "ai.onnx" { String::new() } else { d.to_string() };
+    let domain_name = |d: &str| {
+        if d == "ai.onnx" {
+            String::new()
+        } else {
+            d.to_string()
+        }
+    };
     for (n, line) in table.lines().enumerate() {
         let fields: Vec<&str> = line.split('\t').collect();
         let at = |i: usize| {
@@ -58,7 +64,11 @@ fn schema_code(table: &str) -> Result<String, String> {
                 .copied()
                 .ok_or_else(|| format!("line {}: too few fields", n + 1))
         };
-        let unescape = |s: &str| s.replace("\\t", "\t").replace("\\n", "\n").replace("\\\\", "\\");
+        let unescape = |s: &str| {
+            s.replace("\\t", "\t")
+                .replace("\\n", "\n")
+                .replace("\\\\", "\\")
+        };
         match fields[0] {
             "" | "#" => {}
             f if f.starts_with('#') => {}

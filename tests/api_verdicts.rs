@@ -79,7 +79,7 @@ fn a_spec_violation_names_the_rule_and_the_node() {
 #[test]
 fn an_unsupported_operator_names_the_node_and_the_op() {
     let (st, msg) = verdict(
-        r#"<ir_version: 8, opset_import: ["" : 13]>
+        r#"<ir_version: 8, opset_import: ["" : 15]>
         g (float[2] x) => (float[2] y) {
             [the_node] y = Bernoulli(x)
         }"#,
@@ -92,15 +92,32 @@ fn an_unsupported_operator_names_the_node_and_the_op() {
 }
 
 #[test]
-fn an_unknown_attribute_is_unsupported() {
+fn an_attribute_the_operator_does_not_declare_is_an_invalid_model() {
     let (st, msg) = verdict(
         r#"<ir_version: 8, opset_import: ["" : 13]>
         g (float[2] x) => (float[2] y) {
             [r] y = Relu <color = 3> (x)
         }"#,
     );
+    assert_eq!(st, ONNXIFI_STATUS_INVALID_MODEL, "{msg}");
+    assert!(
+        msg.contains("attribute-known") && msg.contains("color") && msg.contains("'r'"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn a_declared_attribute_value_the_backend_cannot_honour_is_unsupported() {
+    // Add version 6 declares the legacy `broadcast`/`axis` attributes; this backend does not
+    // implement axis-aligned broadcasting.
+    let (st, msg) = verdict(
+        r#"<ir_version: 3, opset_import: ["" : 6]>
+        g (float[2, 3] x, float[2] b) => (float[2, 3] y) {
+            [a] y = Add <broadcast = 1, axis = 0> (x, b)
+        }"#,
+    );
     assert_eq!(st, ONNXIFI_STATUS_UNSUPPORTED_ATTRIBUTE, "{msg}");
-    assert!(msg.contains("color") && msg.contains("'r'"), "{msg}");
+    assert!(msg.contains("axis") && msg.contains("'a'"), "{msg}");
 }
 
 #[test]
@@ -117,7 +134,7 @@ fn a_contradicting_output_shape_is_a_mismatch() {
 #[test]
 fn an_unsupported_type_is_unsupported() {
     let (st, _) = verdict(
-        r#"<ir_version: 8, opset_import: ["" : 13]>
+        r#"<ir_version: 8, opset_import: ["" : 14]>
         g (int16[2] x) => (int16[2] y) {
             y = Relu(x)
         }"#,
@@ -134,6 +151,18 @@ fn a_newer_opset_than_supported_is_unsupported_version() {
         }"#,
     );
     assert_eq!(st, ONNXIFI_STATUS_UNSUPPORTED_VERSION);
+}
+
+#[test]
+fn a_newer_ir_version_than_supported_is_unsupported_version() {
+    let (st, msg) = verdict(
+        r#"<ir_version: 1000, opset_import: ["" : 13]>
+        g (float[2] x) => (float[2] y) {
+            y = Relu(x)
+        }"#,
+    );
+    assert_eq!(st, ONNXIFI_STATUS_UNSUPPORTED_VERSION, "{msg}");
+    assert!(msg.contains("IR version 1000"), "{msg}");
 }
 
 #[test]

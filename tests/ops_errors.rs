@@ -75,10 +75,11 @@ fn unknown_attribute_names_node_and_attribute() {
     let text = r#"<ir_version: 8, opset_import: ["" : 17]>
 g (float[4] X) => (float[4] Y)
 { [r] Y = Relu <alpha = 0.5> (X) }"#;
+    // The operator's schema declares no such attribute: the model is invalid.
     expect_compile_error(
         text,
-        Status::UnsupportedAttribute,
-        &["node 'r' (Relu)", "'alpha'"],
+        Status::InvalidModel,
+        &["[attribute-known]", "node 'r' (#0)", "'alpha'"],
     );
     // Also on an operator with many attributes.
     let text = r#"<ir_version: 8, opset_import: ["" : 17]>
@@ -87,8 +88,8 @@ g (float[1,1,3,3] X) => (float[1,1,2,2] Y)
 { [c] Y = Conv <padding = [1, 1, 1, 1]> (X, W) }"#;
     expect_compile_error(
         text,
-        Status::UnsupportedAttribute,
-        &["node 'c' (Conv)", "'padding'"],
+        Status::InvalidModel,
+        &["[attribute-known]", "node 'c' (#0)", "'padding'"],
     );
 }
 
@@ -200,10 +201,11 @@ fn declared_output_type_contradicting_inference() {
     let text = r#"<ir_version: 8, opset_import: ["" : 17]>
 g (float[2] X) => (int64[2] Y)
 { [r] Y = Relu(X) }"#;
+    // Relu's type constraint binds its output to its input's type.
     expect_compile_error(
         text,
-        Status::MismatchingDatatype,
-        &["node 'r' (Relu)", "'Y'", "int64"],
+        Status::InvalidModel,
+        &["[type-constraint]", "node 'r' (#0)", "'Y'", "int64"],
     );
 }
 
@@ -329,11 +331,20 @@ g (float[2,2] X) => (float[2,2] Y)
 
 #[test]
 fn operator_too_new_for_the_opset() {
-    // Reshape with a shape input exists from opset 5.
+    // Reshape with a shape input exists from opset 5; under opset 4 Reshape takes one input.
     let text = r#"<ir_version: 4, opset_import: ["" : 4]>
 g (float[2,3] X) => (float[6] Y)
 <int64[1] s = {6}>
 { [r] Y = Reshape(X, s) }"#;
+    expect_compile_error(
+        text,
+        Status::InvalidModel,
+        &["[operator-arity]", "node 'r' (#0)", "1 input(s)"],
+    );
+    // Reshape version 1 (the shape as an attribute) is valid, and not implemented here.
+    let text = r#"<ir_version: 4, opset_import: ["" : 4]>
+g (float[2,3] X) => (float[6] Y)
+{ [r] Y = Reshape <shape = [6]> (X) }"#;
     expect_compile_error(
         text,
         Status::UnsupportedVersion,

@@ -33,7 +33,11 @@ fn schema_table_matches_the_installed_onnx() {
         .expect("python runs");
     let text = String::from_utf8_lossy(&out.stdout);
     print!("{text}");
-    assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[test]
@@ -56,7 +60,13 @@ fn compiled_table_agrees_with_the_file() {
     for s in schema::SCHEMAS {
         let ins: Vec<_> = s.inputs().collect();
         for f in ins.iter().rev().skip(1) {
-            assert_ne!(f.option, ParamOption::Variadic, "{} {}", s.name, s.since_version);
+            assert_ne!(
+                f.option,
+                ParamOption::Variadic,
+                "{} {}",
+                s.name,
+                s.since_version
+            );
         }
     }
 }

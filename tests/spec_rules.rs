@@ -115,6 +115,18 @@ variant_tests!(
     graphs_nested_too_deep,
     name_not_c_identifier,
     model_without_domain,
+    opset_version_beyond_the_table,
+    operator_unknown,
+    operator_added_later,
+    operator_deprecated,
+    operator_with_too_many_inputs,
+    operator_with_too_few_inputs,
+    required_input_left_empty,
+    attribute_not_declared,
+    required_attribute_missing,
+    if_without_else_branch,
+    attribute_of_the_wrong_schema_type,
+    operands_break_a_type_constraint,
 );
 
 #[test]
@@ -177,9 +189,11 @@ fn valid_models_are_not_flagged() {
 fn optional_empty_inputs_are_allowed() {
     let mut m = base();
     let g = m.graph.as_mut().unwrap();
-    g.node
-        .push(node("Clip", "clip1", &["Y", "", ""], &["Z", ""]));
+    g.node.push(node("Clip", "clip1", &["Y", "", ""], &["Z"]));
     g.output.push(vi("Z", FLOAT, &[2, 3]));
+    // An optional output left unnamed.
+    g.node.push(node("Dropout", "drop1", &["Z"], &["W", ""]));
+    g.output.push(vi("W", FLOAT, &[2, 3]));
     assert!(check_model(&m).is_empty(), "{:#?}", check_model(&m));
 }
 

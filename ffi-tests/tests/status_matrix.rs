@@ -660,6 +660,23 @@ fn init_graph_raw(
     (s, g)
 }
 
+/// A copy of a model with its IR version and/or default-domain opset version replaced.
+fn with_versions(model: &[u8], ir: Option<i64>, opset: Option<i64>) -> Vec<u8> {
+    use prost::Message;
+    let mut m = onnxifi_rust::model::decode(model).expect("a valid model");
+    if ir.is_some() {
+        m.ir_version = ir;
+    }
+    if let Some(v) = opset {
+        for o in &mut m.opset_import {
+            if o.domain.as_deref().unwrap_or("").is_empty() {
+                o.version = Some(v);
+            }
+        }
+    }
+    m.encode_to_vec()
+}
+
 fn release_if(s: i32, g: Handle) {
     if s == SUCCESS {
         // SAFETY: a graph just created.
@@ -690,6 +707,16 @@ fn init_graph_statuses() {
             "unknown domain op",
             model_bytes("custom_op.onnx"),
             UNSUPPORTED_OPERATOR,
+        ),
+        (
+            "IR version newer than the backend knows",
+            with_versions(&add, Some(1000), None),
+            UNSUPPORTED_VERSION,
+        ),
+        (
+            "operator set version newer than the backend knows",
+            with_versions(&add, None, Some(9999)),
+            UNSUPPORTED_VERSION,
         ),
     ] {
         let (s, g) = init_graph_raw(&b, null(), &bytes, &[]);

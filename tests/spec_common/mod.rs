@@ -708,6 +708,81 @@ pub fn variants() -> Vec<Variant> {
                 m
             }, "the newest IR text relaxed C-identifier names to SHOULD; onnx.checker does not check them")
         },
+        lenient("opset_version_beyond_the_table", OpsetVersionKnown, || {
+            let mut m = base();
+            m.opset_import = vec![opset("", 9999)];
+            m
+        }, "onnx.checker resolves each operator to its newest version at or below the import and does not bound the imported version itself"),
+        v("operator_unknown", OperatorExists, || {
+            let mut m = base();
+            g(&mut m).node[1].op_type = so("Addd");
+            m
+        }),
+        v("operator_added_later", OperatorExists, || {
+            let mut m = base();
+            m.opset_import = vec![opset("", 19)];
+            g(&mut m).node[0] = node("Gelu", "gelu1", &["X"], &["A"]);
+            m
+        }),
+        v("operator_deprecated", OperatorNotDeprecated, || {
+            let mut m = base();
+            m.opset_import = vec![opset("", 10)];
+            let gr = g(&mut m);
+            gr.initializer.push(ftensor("S", &[2], &[1.0, 1.0]));
+            gr.node[0] = node("Upsample", "up1", &["X", "S"], &["A"]);
+            m
+        }),
+        v("operator_with_too_many_inputs", OperatorArity, || {
+            let mut m = base();
+            g(&mut m).node[0].input.push("B".into());
+            m
+        }),
+        v("operator_with_too_few_inputs", OperatorArity, || {
+            let mut m = base();
+            g(&mut m).node[1].input.truncate(1);
+            m
+        }),
+        v("required_input_left_empty", OperatorArity, || {
+            let mut m = base();
+            g(&mut m).node[1].input[1] = String::new();
+            m
+        }),
+        v("attribute_not_declared", AttributeKnown, || {
+            let mut m = base();
+            g(&mut m).node[0].attribute.push(attr_f("beta", 0.5));
+            m
+        }),
+        v("required_attribute_missing", AttributeRequired, || {
+            let mut m = base();
+            g(&mut m).node[0] = node("Cast", "cast1", &["X"], &["A"]);
+            m
+        }),
+        v("if_without_else_branch", AttributeRequired, || {
+            let mut m = with_if();
+            g(&mut m).node[1]
+                .attribute
+                .retain(|a| a.name.as_deref() != Some("else_branch"));
+            m
+        }),
+        v("attribute_of_the_wrong_schema_type", AttributeSchemaType, || {
+            let mut m = base();
+            let a = &mut g(&mut m).node[0].attribute[0];
+            a.f = None;
+            a.i = Some(1);
+            a.r#type = Some(AttributeType::Int as i32);
+            m
+        }),
+        v("operands_break_a_type_constraint", TypeConstraint, || {
+            let mut m = base();
+            g(&mut m).initializer[0] = TensorProto {
+                name: so("B"),
+                dims: vec![3],
+                data_type: Some(7),
+                int64_data: vec![1, 2, 3],
+                ..Default::default()
+            };
+            m
+        }),
         Variant {
             pedantic: true,
             ..lenient("model_without_domain", ModelDomain, base,

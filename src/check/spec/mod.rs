@@ -11,8 +11,8 @@
 //! [`Level::Pedantic`]: they run only when [`Options::pedantic`] is set. `docs/spec-checker.md`
 //! lists where this checker and `onnx.checker` disagree, and why.
 //!
-//! The checker needs no operator schemas, so the rule that a node's inputs, outputs and
-//! attributes fit its operator's signature is left to the operator registry.
+//! Nodes are also checked against their operators' signatures from [`crate::schema`] (existence
+//! at the imported version, arity, attributes, type constraints): see `signature.rs`.
 //!
 //! It never panics on hostile input: nesting of graphs and types is cut at
 //! [`Options::max_depth`], function calls are followed without recursion, and all arithmetic on
@@ -20,6 +20,7 @@
 #![forbid(unsafe_code)]
 
 mod names;
+mod signature;
 mod tensor;
 mod walk;
 
@@ -126,6 +127,22 @@ pub enum Rule {
     DimNonNegative,
     /// `type-has-kind`
     TypeHasKind,
+    /// `opset-version-known`
+    OpsetVersionKnown,
+    /// `operator-exists`
+    OperatorExists,
+    /// `operator-not-deprecated`
+    OperatorNotDeprecated,
+    /// `operator-arity`
+    OperatorArity,
+    /// `attribute-known`
+    AttributeKnown,
+    /// `attribute-required`
+    AttributeRequired,
+    /// `attribute-schema-type`
+    AttributeSchemaType,
+    /// `type-constraint`
+    TypeConstraint,
 }
 
 /// What is known about a rule: its id, a one-line description, where the specification states
@@ -285,6 +302,22 @@ pub const RULES: &[RuleInfo] = &[
         "declared dimension sizes are non-negative (Paddle exports write -1 for an unknown size, read as unknown at load)"),
     strict(Rule::TypeHasKind, "type-has-kind", "Standard data types; onnx.proto TypeProto.value",
         "a stated type has a kind (tensor, sequence, map, optional, sparse tensor, opaque)"),
+    strict(Rule::OpsetVersionKnown, "opset-version-known", "Operator Sets; onnx.defs (schemas/onnx-operators.tsv)",
+        "every imported version of a standard domain exists (loading answers UNSUPPORTED_VERSION instead)"),
+    info(Rule::OperatorExists, "operator-exists", "Operators; onnx.defs (schemas/onnx-operators.tsv)",
+        "every node of a standard domain names an operator that exists there at the imported version"),
+    strict(Rule::OperatorNotDeprecated, "operator-not-deprecated", "Operators; onnx.defs (schemas/onnx-operators.tsv)",
+        "no node uses an operator version that the operator set marks deprecated"),
+    info(Rule::OperatorArity, "operator-arity", "Nodes; onnx.defs (schemas/onnx-operators.tsv)",
+        "a node has as many inputs and outputs as its operator's signature allows, and gives every required one a name"),
+    info(Rule::AttributeKnown, "attribute-known", "Attributes; onnx.defs (schemas/onnx-operators.tsv)",
+        "a node sets only attributes its operator declares"),
+    info(Rule::AttributeRequired, "attribute-required", "Attributes; onnx.defs (schemas/onnx-operators.tsv)",
+        "a node sets every attribute its operator requires (If's branches, Loop's and Scan's bodies among them)"),
+    info(Rule::AttributeSchemaType, "attribute-schema-type", "Attributes; onnx.defs (schemas/onnx-operators.tsv)",
+        "an attribute has the type its operator declares"),
+    info(Rule::TypeConstraint, "type-constraint", "Operators (type constraints); onnx.defs (schemas/onnx-operators.tsv)",
+        "where value types are known (declared, or carried forward through type constraints), they satisfy the operator's type constraints"),
 ];
 
 impl Rule {
@@ -371,7 +404,19 @@ pub fn check_model_first(m: &ModelProto) -> Result<(), Error> {
 /// The check made when a model is loaded: every rule that execution depends on (see
 /// [`RuleInfo::load`]), or every required rule when `strict`. The first violation becomes an
 /// [`Status::InvalidModel`] error; the message says how many more there are.
+///
+/// An IR version newer than this backend knows is UNSUPPORTED_VERSION (the ONNXIFI contract),
+/// not INVALID_MODEL: the model may well be valid under a specification this backend predates.
 pub fn check_model_for_load(m: &ModelProto, strict: bool) -> Result<(), Error> {
+    if let Some(v) = m.ir_version.filter(|&v| v > walk::MAX_IR_VERSION) {
+        return Err(Error::new(
+            Status::UnsupportedVersion,
+            format!(
+                "the model's IR version {v} is newer than this backend supports (up to {})",
+                walk::MAX_IR_VERSION
+            ),
+        ));
+    }
     first_error(
         check_model(m)
             .into_iter()
@@ -403,7 +448,7 @@ mod tests {
             assert_eq!(Rule::from_id(r.id), Some(r.rule));
             assert!(!r.description.is_empty() && !r.section.is_empty());
         }
-        assert_eq!(RULES.len(), Rule::TypeHasKind as usize + 1);
+        assert_eq!(RULES.len(), Rule::TypeConstraint as usize + 1);
     }
 
     #[test]

@@ -131,11 +131,19 @@ pub(crate) fn check(m: &ModelProto, opts: &Options) -> Vec<Violation> {
         graph_names: HashMap::new(),
     };
     cx.model(m);
+    let mut opsets = Opsets::new();
+    for o in &m.opset_import {
+        if let Some(v) = o.version {
+            opsets.insert(norm_domain(s(&o.domain)), v);
+        }
+    }
+    super::signature::check(&mut cx, m, &opsets);
     cx.out
 }
 
 /// Location of a node for messages: `node 'conv1' (#3)`, or `node #3 (Relu)` when unnamed.
-fn node_loc(graph_loc: &str, node: &NodeProto, i: usize) -> String {
+/// How a node is named in violation locations.
+pub(crate) fn node_loc(graph_loc: &str, node: &NodeProto, i: usize) -> String {
     match node.name.as_deref() {
         Some(n) if !n.is_empty() => format!("{graph_loc} node '{n}' (#{i})"),
         _ => format!(
