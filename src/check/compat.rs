@@ -7,6 +7,7 @@
 use crate::error::{Error, Result, Status};
 use crate::ir::{Attr, DataType, Graph, Node};
 use crate::ops;
+use crate::schema;
 
 /// Checks every node and every declared graph input/output type of an imported graph.
 pub fn check_graph(g: &Graph) -> Result<()> {
@@ -91,15 +92,33 @@ fn check_node(g: &Graph, node: &Node) -> Result<()> {
             ),
         )
     })?;
-    if g.opset < def.min_opset {
+    // The version of the operator in force at the imported opset, from the schema table.
+    let resolved = node
+        .domain
+        .is_empty()
+        .then(|| schema::resolve("", &node.op_type, g.opset))
+        .flatten()
+        .map(|s| s.since_version);
+    let implemented = match resolved {
+        Some(v) => (def.min_opset..=def.newest).contains(&v),
+        None => g.opset >= def.min_opset,
+    };
+    if !implemented {
+        let which = match resolved {
+            Some(v) => format!(
+                "{} version {v} (in force at opset {})",
+                node.op_type, g.opset
+            ),
+            None => format!("{} at opset {}", node.op_type, g.opset),
+        };
         return Err(Error::new(
             Status::UnsupportedVersion,
             format!(
-                "{}: {} is supported from opset {}, the model imports {}",
+                "{}: {which} is not implemented; this backend implements versions {} to {} (supported from opset {})",
                 node.describe(),
-                node.op_type,
                 def.min_opset,
-                g.opset
+                def.newest,
+                def.min_opset
             ),
         ));
     }

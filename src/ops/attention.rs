@@ -14,6 +14,7 @@ pub static DEF: OpDef = OpDef {
     op_type: "Attention",
     domain: "",
     min_opset: 23,
+    newest: 25,
     attributes: &[
         "is_causal",
         "kv_num_heads",

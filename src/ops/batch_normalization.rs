@@ -12,6 +12,7 @@ pub static DEF: OpDef = OpDef {
     op_type: "BatchNormalization",
     domain: "",
     min_opset: 1,
+    newest: 15,
     attributes: &[
         "epsilon",
         "momentum",

@@ -144,12 +144,13 @@ fn build(ctx: &BuildCtx, op: Op) -> Result<Built> {
 }
 
 macro_rules! bit_op {
-    ($def:ident, $name:literal, $op:ident, $min:literal, $f:ident) => {
+    ($def:ident, $name:literal, $op:ident, $min:literal, $newest:literal, $f:ident) => {
         #[doc = concat!("The `", $name, "` operator.")]
         pub static $def: OpDef = OpDef {
             op_type: $name,
             domain: "",
             min_opset: $min,
+            newest: $newest,
             attributes: &[],
             types: INTEGERS,
             build: $f,
@@ -160,15 +161,16 @@ macro_rules! bit_op {
     };
 }
 
-bit_op!(AND, "BitwiseAnd", And, 18, build_and);
-bit_op!(OR, "BitwiseOr", Or, 18, build_or);
-bit_op!(XOR, "BitwiseXor", Xor, 18, build_xor);
+bit_op!(AND, "BitwiseAnd", And, 18, 18, build_and);
+bit_op!(OR, "BitwiseOr", Or, 18, 18, build_or);
+bit_op!(XOR, "BitwiseXor", Xor, 18, 18, build_xor);
 
 /// The `BitShift` operator.
 pub static SHIFT: OpDef = OpDef {
     op_type: "BitShift",
     domain: "",
     min_opset: 11,
+    newest: 28,
     attributes: &["direction"],
     types: INTEGERS,
     build: build_shift,
@@ -187,6 +189,7 @@ pub static NOT: OpDef = OpDef {
     op_type: "BitwiseNot",
     domain: "",
     min_opset: 18,
+    newest: 18,
     attributes: &[],
     types: INTEGERS,
     build: build_not,

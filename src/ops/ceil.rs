@@ -8,6 +8,7 @@ pub static DEF: OpDef = OpDef {
     op_type: "Ceil",
     domain: "",
     min_opset: 1,
+    newest: 13,
     attributes: &["consumed_inputs"],
     types: super::FLOATS,
     build,

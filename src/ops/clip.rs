@@ -13,6 +13,7 @@ pub static DEF: OpDef = OpDef {
     op_type: "Clip",
     domain: "",
     min_opset: 1,
+    newest: 13,
     attributes: &["min", "max", "consumed_inputs"],
     types: FLOAT,
     build,

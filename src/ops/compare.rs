@@ -92,13 +92,19 @@ fn build(ctx: &BuildCtx, cmp: Cmp) -> Result<Built> {
 }
 
 macro_rules! comparison {
-    ($def:ident, $name:literal, $cmp:ident, $min:literal, $types:expr, $f:ident) => {
+    ($def:ident, $name:literal, $cmp:ident, $min:literal, $newest:literal, $types:expr, $f:ident) => {
         #[doc = concat!("The `", $name, "` operator.")]
         pub static $def: OpDef = OpDef {
             op_type: $name,
             domain: "",
             min_opset: $min,
-            attributes: &["axis", "broadcast"],
+            newest: $newest,
+            // The legacy broadcast attributes exist in the versions before 7.
+            attributes: if $min < 7 {
+                &["axis", "broadcast"]
+            } else {
+                &[]
+            },
             types: $types,
             build: $f,
         };
@@ -108,22 +114,24 @@ macro_rules! comparison {
     };
 }
 
-comparison!(EQUAL, "Equal", Eq, 1, ANY, build_equal);
-comparison!(LESS, "Less", Lt, 1, NUMERIC, build_less);
+comparison!(EQUAL, "Equal", Eq, 1, 19, ANY, build_equal);
+comparison!(LESS, "Less", Lt, 1, 13, NUMERIC, build_less);
 comparison!(
     LESS_OR_EQUAL,
     "LessOrEqual",
     Le,
     12,
+    16,
     NUMERIC,
     build_less_or_equal
 );
-comparison!(GREATER, "Greater", Gt, 1, NUMERIC, build_greater);
+comparison!(GREATER, "Greater", Gt, 1, 13, NUMERIC, build_greater);
 comparison!(
     GREATER_OR_EQUAL,
     "GreaterOrEqual",
     Ge,
     12,
+    16,
     NUMERIC,
     build_greater_or_equal
 );

@@ -9,6 +9,7 @@ pub static DEF: OpDef = OpDef {
     op_type: "Concat",
     domain: "",
     min_opset: 1,
+    newest: 13,
     attributes: &["axis"],
     types: STORED,
     build,

@@ -11,6 +11,7 @@ pub static DEF: OpDef = OpDef {
     op_type: "Constant",
     domain: "",
     min_opset: 1,
+    newest: 25,
     attributes: &[
         "value",
         "value_float",

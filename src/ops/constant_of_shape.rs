@@ -11,6 +11,7 @@ pub static DEF: OpDef = OpDef {
     op_type: "ConstantOfShape",
     domain: "",
     min_opset: 9,
+    newest: 25,
     attributes: &["value"],
     types: &[DataType::I64],
     build,

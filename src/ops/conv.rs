@@ -14,6 +14,7 @@ pub static DEF: OpDef = OpDef {
     op_type: "Conv",
     domain: "",
     min_opset: 1,
+    newest: 22,
     attributes: &[
         "auto_pad",
         "dilations",
@@ -36,6 +37,7 @@ pub static FUSED_DEF: OpDef = OpDef {
     op_type: "FusedConv",
     domain: super::INTERNAL_DOMAIN,
     min_opset: 1,
+    newest: 1,
     attributes: &[
         "auto_pad",
         "dilations",

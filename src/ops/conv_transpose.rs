@@ -14,6 +14,7 @@ pub static DEF: OpDef = OpDef {
     op_type: "ConvTranspose",
     domain: "",
     min_opset: 1,
+    newest: 22,
     attributes: &[
         "auto_pad",
         "dilations",

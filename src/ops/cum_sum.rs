@@ -12,6 +12,7 @@ pub static DEF: OpDef = OpDef {
     op_type: "CumSum",
     domain: "",
     min_opset: 11,
+    newest: 14,
     attributes: &["exclusive", "reverse"],
     types: NUMERIC,
     build,

@@ -10,6 +10,7 @@ pub static DEF: OpDef = OpDef {
     op_type: "Dropout",
     domain: "",
     min_opset: 1,
+    newest: 22,
     attributes: &["ratio", "seed", "is_test", "consumed_inputs"],
     types: ANY,
     build,

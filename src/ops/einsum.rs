@@ -14,6 +14,7 @@ pub static DEF: OpDef = OpDef {
     op_type: "Einsum",
     domain: "",
     min_opset: 12,
+    newest: 28,
     attributes: &["equation"],
     types: NUMERIC,
     build,

@@ -8,6 +8,7 @@ pub static DEF: OpDef = OpDef {
     op_type: "Elu",
     domain: "",
     min_opset: 1,
+    newest: 22,
     attributes: &["alpha", "consumed_inputs"],
     types: super::FLOATS,
     build,

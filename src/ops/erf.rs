@@ -8,6 +8,7 @@ pub static DEF: OpDef = OpDef {
     op_type: "Erf",
     domain: "",
     min_opset: 9,
+    newest: 13,
     attributes: &[],
     types: super::FLOATS,
     build,

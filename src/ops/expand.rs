@@ -12,6 +12,7 @@ pub static DEF: OpDef = OpDef {
     op_type: "Expand",
     domain: "",
     min_opset: 8,
+    newest: 13,
     attributes: &[],
     types: STORED,
     build,

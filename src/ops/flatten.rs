@@ -9,6 +9,7 @@ pub static DEF: OpDef = OpDef {
     op_type: "Flatten",
     domain: "",
     min_opset: 1,
+    newest: 25,
     attributes: &["axis"],
     types: STORED,
     build,

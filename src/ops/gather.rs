@@ -10,6 +10,7 @@ pub static DEF: OpDef = OpDef {
     op_type: "Gather",
     domain: "",
     min_opset: 1,
+    newest: 13,
     attributes: &["axis"],
     types: STORED,
     build,

@@ -11,6 +11,7 @@ pub static DEF: OpDef = OpDef {
     op_type: "GatherElements",
     domain: "",
     min_opset: 11,
+    newest: 13,
     attributes: &["axis"],
     types: STORED,
     build,

@@ -14,6 +14,7 @@ pub static DEF: OpDef = OpDef {
     op_type: "Gemm",
     domain: "",
     min_opset: 1,
+    newest: 13,
     attributes: &["alpha", "beta", "transA", "transB", "broadcast"],
     types: FLOAT,
     build,
@@ -24,6 +25,7 @@ pub static FUSED_DEF: OpDef = OpDef {
     op_type: "FusedGemm",
     domain: super::INTERNAL_DOMAIN,
     min_opset: 1,
+    newest: 1,
     attributes: &[
         "alpha",
         "beta",

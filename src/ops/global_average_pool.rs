@@ -11,6 +11,7 @@ pub static DEF: OpDef = OpDef {
     op_type: "GlobalAveragePool",
     domain: "",
     min_opset: 1,
+    newest: 22,
     attributes: &[],
     types: FLOAT,
     build,

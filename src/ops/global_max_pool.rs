@@ -12,6 +12,7 @@ pub static DEF: OpDef = OpDef {
     op_type: "GlobalMaxPool",
     domain: "",
     min_opset: 1,
+    newest: 22,
     attributes: &[],
     types: FLOATS,
     build,

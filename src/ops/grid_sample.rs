@@ -12,6 +12,7 @@ pub static DEF: OpDef = OpDef {
     op_type: "GridSample",
     domain: "",
     min_opset: 16,
+    newest: 22,
     attributes: &["align_corners", "mode", "padding_mode"],
     types: FLOAT,
     build,

@@ -9,6 +9,7 @@ pub static DEF: OpDef = OpDef {
     op_type: "Identity",
     domain: "",
     min_opset: 1,
+    newest: 25,
     attributes: &[],
     types: STORED,
     build,

@@ -15,6 +15,7 @@ pub static DEF: OpDef = OpDef {
     op_type: "If",
     domain: "",
     min_opset: 1,
+    newest: 25,
     attributes: &["else_branch", "then_branch"],
     types: &[DataType::Bool],
     build,

@@ -14,6 +14,7 @@ pub static DEF: OpDef = OpDef {
     op_type: "LayerNormalization",
     domain: "",
     min_opset: 17,
+    newest: 17,
     attributes: &["axis", "epsilon", "stash_type"],
     types: FLOATS,
     build,

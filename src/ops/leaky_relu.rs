@@ -9,6 +9,7 @@ pub static DEF: OpDef = OpDef {
     op_type: "LeakyRelu",
     domain: "",
     min_opset: 1,
+    newest: 16,
     attributes: &["alpha", "consumed_inputs"],
     types: FLOAT,
     build,

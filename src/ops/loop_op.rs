@@ -15,6 +15,7 @@ pub static DEF: OpDef = OpDef {
     op_type: "Loop",
     domain: "",
     min_opset: 1,
+    newest: 25,
     attributes: &["body"],
     types: &[DataType::I64],
     build,

@@ -11,6 +11,7 @@ pub static DEF: OpDef = OpDef {
     op_type: "LpNormalization",
     domain: "",
     min_opset: 1,
+    newest: 22,
     attributes: &["axis", "p"],
     types: FLOATS,
     build,

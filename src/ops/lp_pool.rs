@@ -10,6 +10,7 @@ pub static DEF: OpDef = OpDef {
     op_type: "LpPool",
     domain: "",
     min_opset: 1,
+    newest: 22,
     attributes: &[
         "auto_pad",
         "ceil_mode",
@@ -28,6 +29,7 @@ pub static GLOBAL_DEF: OpDef = OpDef {
     op_type: "GlobalLpPool",
     domain: "",
     min_opset: 1,
+    newest: 22,
     attributes: &["p"],
     types: FLOAT,
     build: build_global,

@@ -11,6 +11,7 @@ pub static DEF: OpDef = OpDef {
     op_type: "LRN",
     domain: "",
     min_opset: 1,
+    newest: 13,
     attributes: &["alpha", "beta", "bias", "size"],
     types: FLOAT,
     build,

@@ -14,6 +14,7 @@ pub static DEF: OpDef = OpDef {
     op_type: "LSTM",
     domain: "",
     min_opset: 7,
+    newest: 22,
     attributes: &[
         "activation_alpha",
         "activation_beta",

@@ -13,6 +13,7 @@ pub static DEF: OpDef = OpDef {
     op_type: "MatMul",
     domain: "",
     min_opset: 1,
+    newest: 13,
     attributes: &[],
     types: NUMERIC,
     build,

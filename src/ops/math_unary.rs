@@ -7,12 +7,13 @@ use super::{pointwise, Built, OpDef, FLOATS};
 use crate::error::{Result, Status};
 
 macro_rules! unary {
-    ($def:ident, $name:literal, $min:literal, $f:ident, $body:expr) => {
+    ($def:ident, $name:literal, $min:literal, $newest:literal, $f:ident, $body:expr) => {
         #[doc = concat!("The `", $name, "` operator.")]
         pub static $def: OpDef = OpDef {
             op_type: $name,
             domain: "",
             min_opset: $min,
+            newest: $newest,
             attributes: &[],
             types: FLOATS,
             build: $f,
@@ -23,23 +24,24 @@ macro_rules! unary {
     };
 }
 
-unary!(COS, "Cos", 7, build_cos, |x, _| x.cos());
-unary!(SIN, "Sin", 7, build_sin, |x, _| x.sin());
-unary!(TAN, "Tan", 7, build_tan, |x, _| x.tan());
-unary!(ACOS, "Acos", 7, build_acos, |x, _| x.acos());
-unary!(ASIN, "Asin", 7, build_asin, |x, _| x.asin());
-unary!(ATAN, "Atan", 7, build_atan, |x, _| x.atan());
-unary!(SINH, "Sinh", 9, build_sinh, |x, _| x.sinh());
-unary!(COSH, "Cosh", 9, build_cosh, |x, _| x.cosh());
-unary!(ASINH, "Asinh", 9, build_asinh, |x, _| x.asinh());
-unary!(ACOSH, "Acosh", 9, build_acosh, |x, _| x.acosh());
-unary!(ATANH, "Atanh", 9, build_atanh, |x, _| x.atanh());
-unary!(ROUND, "Round", 11, build_round, |x, _| x.round_ties_even());
-unary!(SOFTSIGN, "Softsign", 1, build_softsign, |x, _| x
+unary!(COS, "Cos", 7, 22, build_cos, |x, _| x.cos());
+unary!(SIN, "Sin", 7, 22, build_sin, |x, _| x.sin());
+unary!(TAN, "Tan", 7, 22, build_tan, |x, _| x.tan());
+unary!(ACOS, "Acos", 7, 22, build_acos, |x, _| x.acos());
+unary!(ASIN, "Asin", 7, 22, build_asin, |x, _| x.asin());
+unary!(ATAN, "Atan", 7, 22, build_atan, |x, _| x.atan());
+unary!(SINH, "Sinh", 9, 22, build_sinh, |x, _| x.sinh());
+unary!(COSH, "Cosh", 9, 22, build_cosh, |x, _| x.cosh());
+unary!(ASINH, "Asinh", 9, 22, build_asinh, |x, _| x.asinh());
+unary!(ACOSH, "Acosh", 9, 22, build_acosh, |x, _| x.acosh());
+unary!(ATANH, "Atanh", 9, 22, build_atanh, |x, _| x.atanh());
+unary!(ROUND, "Round", 11, 22, build_round, |x, _| x
+    .round_ties_even());
+unary!(SOFTSIGN, "Softsign", 1, 22, build_softsign, |x, _| x
     / (1.0 + x.abs()));
-unary!(HARD_SWISH, "HardSwish", 14, build_hard_swish, |x, _| x
+unary!(HARD_SWISH, "HardSwish", 14, 22, build_hard_swish, |x, _| x
     * (x / 6.0 + 0.5).clamp(0.0, 1.0));
-unary!(MISH, "Mish", 18, build_mish, |x, _| {
+unary!(MISH, "Mish", 18, 22, build_mish, |x, _| {
     let sp = if x > 20.0 { x } else { x.exp().ln_1p() };
     x * sp.tanh()
 });
@@ -49,6 +51,7 @@ pub static SIGN: OpDef = OpDef {
     op_type: "Sign",
     domain: "",
     min_opset: 9,
+    newest: 13,
     attributes: &[],
     types: super::NUMERIC,
     build: build_sign,
@@ -78,6 +81,7 @@ pub static CELU: OpDef = OpDef {
     op_type: "Celu",
     domain: "",
     min_opset: 12,
+    newest: 28,
     attributes: &["alpha"],
     types: FLOATS,
     build: build_celu,
@@ -97,6 +101,7 @@ pub static THRESHOLDED_RELU: OpDef = OpDef {
     op_type: "ThresholdedRelu",
     domain: "",
     min_opset: 10,
+    newest: 22,
     attributes: &["alpha"],
     types: FLOATS,
     build: build_thresholded_relu,
@@ -112,6 +117,7 @@ pub static SHRINK: OpDef = OpDef {
     op_type: "Shrink",
     domain: "",
     min_opset: 9,
+    newest: 9,
     attributes: &["bias", "lambd"],
     types: FLOATS,
     build: build_shrink,
@@ -140,6 +146,7 @@ pub static GELU: OpDef = OpDef {
     op_type: "Gelu",
     domain: "",
     min_opset: 20,
+    newest: 20,
     attributes: &["approximate"],
     types: FLOATS,
     build: build_gelu,
@@ -173,6 +180,7 @@ pub static IS_NAN: OpDef = OpDef {
     op_type: "IsNaN",
     domain: "",
     min_opset: 9,
+    newest: 20,
     attributes: &[],
     types: FLOATS,
     build: build_is_nan,
@@ -187,6 +195,7 @@ pub static IS_INF: OpDef = OpDef {
     op_type: "IsInf",
     domain: "",
     min_opset: 10,
+    newest: 20,
     attributes: &["detect_negative", "detect_positive"],
     types: FLOATS,
     build: build_is_inf,

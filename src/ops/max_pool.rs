@@ -12,6 +12,7 @@ pub static DEF: OpDef = OpDef {
     op_type: "MaxPool",
     domain: "",
     min_opset: 1,
+    newest: 22,
     attributes: &[
         "auto_pad",
         "ceil_mode",

@@ -12,6 +12,7 @@ pub static DEF: OpDef = OpDef {
     op_type: "MaxUnpool",
     domain: "",
     min_opset: 9,
+    newest: 22,
     attributes: &["kernel_shape", "pads", "strides"],
     types: FLOAT,
     build,

@@ -147,8 +147,13 @@ pub struct OpDef {
     pub op_type: &'static str,
     /// Domain ("" is the default ONNX domain).
     pub domain: &'static str,
-    /// Oldest opset version supported.
+    /// Oldest opset version supported (the oldest since-version implemented, for operators of
+    /// the standard domains).
     pub min_opset: i64,
+    /// Newest since-version implemented: every since-version of the operator from the one in
+    /// force at `min_opset` to this one is. A model whose imported opset resolves the operator
+    /// to a newer version is refused with UNSUPPORTED_VERSION.
+    pub newest: i64,
     /// Every attribute the operator knows.
     pub attributes: &'static [&'static str],
     /// Element types accepted for the main data input(s).
@@ -422,5 +427,48 @@ mod tests {
         assert!(lookup("ai.onnx", "Relu").is_some());
         assert!(lookup("com.example", "Relu").is_none());
         assert!(lookup("", "NoSuchOp").is_none());
+    }
+
+    #[test]
+    fn registry_versions_and_attributes_agree_with_the_schemas() {
+        let mut problems = Vec::new();
+        for d in REGISTRY.iter().filter(|d| d.domain.is_empty()) {
+            let versions = crate::schema::versions("", d.op_type);
+            if versions.is_empty() {
+                problems.push(format!("{}: no schema", d.op_type));
+                continue;
+            }
+            let since: Vec<i64> = versions.iter().map(|s| s.since_version).collect();
+            if !since.contains(&d.newest) {
+                problems.push(format!(
+                    "{}: newest {} is not a since-version {since:?}",
+                    d.op_type, d.newest
+                ));
+            }
+            if d.min_opset > d.newest {
+                problems.push(format!(
+                    "{}: min_opset {} above newest {}",
+                    d.op_type, d.min_opset, d.newest
+                ));
+            }
+            // Every attribute the implementation reads is declared by a version it implements.
+            let in_range: Vec<_> = versions
+                .iter()
+                .filter(|s| s.since_version <= d.newest)
+                .filter(|s| {
+                    let next = versions.iter().find(|n| n.since_version > s.since_version);
+                    next.is_none_or(|n| n.since_version > d.min_opset)
+                })
+                .collect();
+            for a in d.attributes {
+                if !in_range.iter().any(|s| s.attribute(a).is_some()) {
+                    problems.push(format!(
+                        "{}: attribute '{a}' is declared by no implemented version",
+                        d.op_type
+                    ));
+                }
+            }
+        }
+        assert!(problems.is_empty(), "{problems:#?}");
     }
 }

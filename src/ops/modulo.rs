@@ -9,6 +9,7 @@ pub static DEF: OpDef = OpDef {
     op_type: "Mod",
     domain: "",
     min_opset: 10,
+    newest: 28,
     attributes: &["fmod"],
     types: NUMERIC,
     build,

@@ -8,6 +8,7 @@ pub static DEF: OpDef = OpDef {
     op_type: "Mul",
     domain: "",
     min_opset: 1,
+    newest: 14,
     attributes: &["axis", "broadcast", "consumed_inputs"],
     types: super::NUMERIC,
     build,

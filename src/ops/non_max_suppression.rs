@@ -13,6 +13,7 @@ pub static DEF: OpDef = OpDef {
     op_type: "NonMaxSuppression",
     domain: "",
     min_opset: 10,
+    newest: 11,
     attributes: &["center_point_box"],
     types: &[DataType::F32],
     build,

@@ -11,6 +11,7 @@ pub static DEF: OpDef = OpDef {
     op_type: "NonZero",
     domain: "",
     min_opset: 9,
+    newest: 13,
     attributes: &[],
     types: ANY,
     build,

@@ -12,6 +12,7 @@ pub static DEF: OpDef = OpDef {
     op_type: "OneHot",
     domain: "",
     min_opset: 9,
+    newest: 28,
     attributes: &["axis"],
     types: NUMERIC,
     build,

@@ -12,6 +12,7 @@ pub static DEF: OpDef = OpDef {
     op_type: "Pad",
     domain: "",
     min_opset: 1,
+    newest: 25,
     attributes: &["mode", "pads", "paddings", "value"],
     types: ANY,
     build,

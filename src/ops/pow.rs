@@ -12,6 +12,7 @@ pub static DEF: OpDef = OpDef {
     op_type: "Pow",
     domain: "",
     min_opset: 1,
+    newest: 15,
     attributes: &["axis", "broadcast"],
     types: super::NUMERIC,
     build,

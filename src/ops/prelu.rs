@@ -12,6 +12,7 @@ pub static DEF: OpDef = OpDef {
     op_type: "PRelu",
     domain: "",
     min_opset: 1,
+    newest: 16,
     attributes: &["consumed_inputs"],
     types: NUMERIC,
     build,

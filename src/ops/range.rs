@@ -12,6 +12,7 @@ pub static DEF: OpDef = OpDef {
     op_type: "Range",
     domain: "",
     min_opset: 11,
+    newest: 27,
     attributes: &[],
     types: &[
         DataType::F32,

@@ -210,15 +210,17 @@ fn build(ctx: &BuildCtx, op: Reduce, input_from: i64) -> Result<Built> {
 }
 
 macro_rules! reduction {
-    ($def:ident, $name:literal, $op:ident, $input_from:literal, $f:ident) => {
-        reduction!($def, $name, $op, $input_from, $f, NUMERIC);
+    ($def:ident, $name:literal, $op:ident, $input_from:literal, $newest:literal, $f:ident) => {
+        reduction!($def, $name, $op, $input_from, $newest, $f, NUMERIC);
     };
-    ($def:ident, $name:literal, $op:ident, $input_from:literal, $f:ident, $types:ident) => {
+    ($def:ident, $name:literal, $op:ident, $input_from:literal, $newest:literal, $f:ident,
+     $types:ident) => {
         #[doc = concat!("The `", $name, "` operator.")]
         pub static $def: OpDef = OpDef {
             op_type: $name,
             domain: "",
             min_opset: 1,
+            newest: $newest,
             attributes: &["axes", "keepdims", "noop_with_empty_axes"],
             types: $types,
             build: $f,
@@ -229,25 +231,27 @@ macro_rules! reduction {
     };
 }
 
-reduction!(SUM, "ReduceSum", Sum, 13, build_sum);
-reduction!(MEAN, "ReduceMean", Mean, 18, build_mean);
-reduction!(MAX, "ReduceMax", Max, 18, build_max, ANY);
-reduction!(MIN, "ReduceMin", Min, 18, build_min, ANY);
-reduction!(PROD, "ReduceProd", Prod, 18, build_prod);
-reduction!(L1, "ReduceL1", L1, 18, build_l1);
-reduction!(L2, "ReduceL2", L2, 18, build_l2);
-reduction!(LOG_SUM, "ReduceLogSum", LogSum, 18, build_log_sum);
+reduction!(SUM, "ReduceSum", Sum, 13, 13, build_sum);
+reduction!(MEAN, "ReduceMean", Mean, 18, 18, build_mean);
+reduction!(MAX, "ReduceMax", Max, 18, 20, build_max, ANY);
+reduction!(MIN, "ReduceMin", Min, 18, 20, build_min, ANY);
+reduction!(PROD, "ReduceProd", Prod, 18, 18, build_prod);
+reduction!(L1, "ReduceL1", L1, 18, 18, build_l1);
+reduction!(L2, "ReduceL2", L2, 18, 18, build_l2);
+reduction!(LOG_SUM, "ReduceLogSum", LogSum, 18, 28, build_log_sum);
 reduction!(
     LOG_SUM_EXP,
     "ReduceLogSumExp",
     LogSumExp,
     18,
+    28,
     build_log_sum_exp
 );
 reduction!(
     SUM_SQUARE,
     "ReduceSumSquare",
     SumSquare,
+    18,
     18,
     build_sum_square
 );

@@ -9,6 +9,7 @@ pub static DEF: OpDef = OpDef {
     op_type: "Relu",
     domain: "",
     min_opset: 1,
+    newest: 14,
     attributes: &["consumed_inputs"],
     types: FLOAT,
     build,

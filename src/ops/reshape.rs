@@ -10,6 +10,7 @@ pub static DEF: OpDef = OpDef {
     op_type: "Reshape",
     domain: "",
     min_opset: 5,
+    newest: 25,
     attributes: &["allowzero"],
     types: STORED,
     build,

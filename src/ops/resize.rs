@@ -16,6 +16,7 @@ pub static DEF: OpDef = OpDef {
     op_type: "Resize",
     domain: "",
     min_opset: 10,
+    newest: 19,
     attributes: &[
         "antialias",
         "axes",
@@ -36,6 +37,7 @@ pub static UPSAMPLE_DEF: OpDef = OpDef {
     op_type: "Upsample",
     domain: "",
     min_opset: 7,
+    newest: 10,
     attributes: &["mode", "scales"],
     types: NUMERIC,
     build: build_upsample,

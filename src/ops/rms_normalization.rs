@@ -12,6 +12,7 @@ pub static DEF: OpDef = OpDef {
     op_type: "RMSNormalization",
     domain: "",
     min_opset: 23,
+    newest: 23,
     attributes: &["axis", "epsilon", "stash_type"],
     types: FLOATS,
     build,

@@ -12,6 +12,7 @@ pub static DEF: OpDef = OpDef {
     op_type: "RNN",
     domain: "",
     min_opset: 7,
+    newest: 22,
     attributes: &[
         "activation_alpha",
         "activation_beta",

@@ -13,6 +13,7 @@ pub static DEF: OpDef = OpDef {
     op_type: "RoiAlign",
     domain: "",
     min_opset: 10,
+    newest: 22,
     attributes: &[
         "coordinate_transformation_mode",
         "mode",

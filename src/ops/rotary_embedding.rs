@@ -12,6 +12,7 @@ pub static DEF: OpDef = OpDef {
     op_type: "RotaryEmbedding",
     domain: "",
     min_opset: 23,
+    newest: 23,
     attributes: &["interleaved", "num_heads", "rotary_embedding_dim"],
     types: FLOATS,
     build,

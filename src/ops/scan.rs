@@ -15,6 +15,7 @@ pub static DEF: OpDef = OpDef {
     op_type: "Scan",
     domain: "",
     min_opset: 9,
+    newest: 25,
     attributes: &[
         "body",
         "num_scan_inputs",

@@ -11,6 +11,7 @@ pub static DEF: OpDef = OpDef {
     op_type: "Shape",
     domain: "",
     min_opset: 1,
+    newest: 25,
     attributes: &["start", "end"],
     types: STORED,
     build,

@@ -9,6 +9,7 @@ pub static DEF: OpDef = OpDef {
     op_type: "Sigmoid",
     domain: "",
     min_opset: 1,
+    newest: 13,
     attributes: &["consumed_inputs"],
     types: FLOAT,
     build,

@@ -10,6 +10,7 @@ pub static DEF: OpDef = OpDef {
     op_type: "Size",
     domain: "",
     min_opset: 1,
+    newest: 25,
     attributes: &[],
     types: STORED,
     build,

@@ -11,6 +11,7 @@ pub static DEF: OpDef = OpDef {
     op_type: "Slice",
     domain: "",
     min_opset: 1,
+    newest: 13,
     attributes: &["axes", "ends", "starts"],
     types: STORED,
     build,

@@ -8,6 +8,7 @@ pub static DEF: OpDef = OpDef {
     op_type: "Softplus",
     domain: "",
     min_opset: 1,
+    newest: 22,
     attributes: &[],
     types: super::FLOATS,
     build,

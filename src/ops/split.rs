@@ -11,6 +11,7 @@ pub static DEF: OpDef = OpDef {
     op_type: "Split",
     domain: "",
     min_opset: 2,
+    newest: 18,
     attributes: &["axis", "split", "num_outputs"],
     types: STORED,
     build,

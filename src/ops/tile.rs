@@ -10,6 +10,7 @@ pub static DEF: OpDef = OpDef {
     op_type: "Tile",
     domain: "",
     min_opset: 6,
+    newest: 13,
     attributes: &[],
     types: STORED,
     build,

@@ -11,6 +11,7 @@ pub static DEF: OpDef = OpDef {
     op_type: "TopK",
     domain: "",
     min_opset: 1,
+    newest: 24,
     attributes: &["axis", "k", "largest", "sorted"],
     types: NUMERIC,
     build,

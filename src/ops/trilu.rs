@@ -11,6 +11,7 @@ pub static DEF: OpDef = OpDef {
     op_type: "Trilu",
     domain: "",
     min_opset: 14,
+    newest: 14,
     attributes: &["upper"],
     types: ANY,
     build,

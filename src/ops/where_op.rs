@@ -12,6 +12,7 @@ pub static DEF: OpDef = OpDef {
     op_type: "Where",
     domain: "",
     min_opset: 9,
+    newest: 16,
     attributes: &[],
     types: &[DataType::Bool],
     build,
