@@ -395,7 +395,7 @@ mod tests {
     use super::*;
 
     fn all_patterns(format: Format) -> impl Iterator<Item = u8> {
-        0..=(2 * format.sign_bit() - 1)
+        (0..2 * u16::from(format.sign_bit())).map(|b| b as u8)
     }
 
     #[test]

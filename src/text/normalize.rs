@@ -24,7 +24,8 @@
 //!
 //! Some things have no spelling at all and are not normalised: attribute, operator, domain and
 //! overload names and the names of graphs inside attributes must be identifiers, element types
-//! must be known, opaque types and missing nested types cannot be written. Printing such a
+//! must be known, opaque types need identifier names (a dotted domain), and missing nested types
+//! cannot be written. Printing such a
 //! proto gives text that does not parse.
 #![forbid(unsafe_code)]
 
@@ -165,7 +166,11 @@ fn type_proto(t: &TypeProto) -> TypeProto {
             key_type: x.key_type,
             value_type: boxed(&x.value_type),
         })),
-        TypeValue::OpaqueType(x) => TypeValue::OpaqueType(x.clone()),
+        // An empty domain or name is not printed, so it reads back as absent.
+        TypeValue::OpaqueType(x) => TypeValue::OpaqueType(crate::model::onnx::type_proto::Opaque {
+            domain: x.domain.clone().filter(|d| !d.is_empty()),
+            name: x.name.clone().filter(|n| !n.is_empty()),
+        }),
     });
     TypeProto {
         value,

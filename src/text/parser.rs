@@ -728,7 +728,7 @@ impl<'a> Parser<'a> {
     // ----- types --------------------------------------------------------------------------
 
     /// type ::= prim ('[' dims? ']')? | seq(type) | map(prim, type) | optional(type)
-    ///        | sparse_tensor(tensor-type)
+    ///        | sparse_tensor(tensor-type) | opaque(domain, name) | opaque(name) | opaque()
     pub fn type_(&mut self) -> PResult<TypeProto> {
         self.enter()?;
         let t = self.type_inner();
@@ -772,6 +772,29 @@ impl<'a> Parser<'a> {
                     key_type: Some(key_type),
                     value_type: Some(Box::new(value)),
                 }))
+            }
+            "opaque" => {
+                // opaque '(' (qualified-id (',' id)?)? ')': one name is the type's name, two are
+                // domain and name (as onnx.parser reads them).
+                self.expect('(')?;
+                let mut domain = None;
+                let mut name = None;
+                if !self.eat(')') {
+                    let (prefix, last) = self.qualified_id()?;
+                    let first = if prefix.is_empty() {
+                        last
+                    } else {
+                        format!("{prefix}.{last}")
+                    };
+                    if self.eat(',') {
+                        domain = Some(first);
+                        name = Some(self.expect_ident()?);
+                    } else {
+                        name = Some(first);
+                    }
+                    self.expect(')')?;
+                }
+                TypeValue::OpaqueType(type_proto::Opaque { domain, name })
             }
             "sparse_tensor" => {
                 self.expect('(')?;
@@ -877,11 +900,18 @@ impl<'a> Parser<'a> {
         }
         n.output = self.name_list()?;
         self.expect('=')?;
-        let (domain, op) = self.qualified_id()?;
-        n.domain = Some(domain);
-        n.op_type = Some(op);
-        if self.eat(':') {
-            n.overload = Some(self.expect_ident()?);
+        // A node may be written without an operator (`y = (x)`): onnx.parser reads it as an
+        // empty op_type, which the checker then reports (`node-op-type`).
+        if matches!(self.peek(), Some('(' | '<')) {
+            n.domain = Some(String::new());
+            n.op_type = Some(String::new());
+        } else {
+            let (domain, op) = self.qualified_id()?;
+            n.domain = Some(domain);
+            n.op_type = Some(op);
+            if self.eat(':') {
+                n.overload = Some(self.expect_ident()?);
+            }
         }
         let attrs_first = self.peek() == Some('<');
         if attrs_first {

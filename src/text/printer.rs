@@ -369,8 +369,19 @@ fn type_into(out: &mut String, t: &TypeProto) {
             inner_type(out, m.value_type.as_deref());
             out.push(')');
         }
-        // Opaque types and missing values have no spelling.
-        Some(TypeValue::OpaqueType(_)) | None => out.push_str("undefined"),
+        Some(TypeValue::OpaqueType(o)) => {
+            out.push_str("opaque(");
+            let domain = o.domain.as_deref().unwrap_or("");
+            let name = o.name.as_deref().unwrap_or("");
+            if !domain.is_empty() {
+                out.push_str(domain);
+                out.push_str(", ");
+            }
+            out.push_str(name);
+            out.push(')');
+        }
+        // A missing value has no spelling.
+        None => out.push_str("undefined"),
     }
 }
 

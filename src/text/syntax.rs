@@ -79,7 +79,10 @@ pub fn attr_type_name(t: AttributeType) -> Option<&'static str> {
 
 /// Identifiers that open a type (`seq(...)`, `float[...]`, ...).
 pub fn is_type_keyword(name: &str) -> bool {
-    matches!(name, "seq" | "map" | "optional" | "sparse_tensor") || elem_type_code(name).is_some()
+    matches!(
+        name,
+        "seq" | "map" | "optional" | "sparse_tensor" | "opaque"
+    ) || elem_type_code(name).is_some()
 }
 
 /// Identifiers that read as floating-point literals where a value is expected.
