@@ -4,7 +4,7 @@
 
 use crate::backend::Backend;
 use crate::check;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::exec::Executable;
 use crate::ir::{self, DataType};
 use crate::model;
@@ -109,6 +109,27 @@ pub fn strict_mode() -> bool {
     *STRICT.get_or_init(|| {
         std::env::var("ONNXIFI_RUST_STRICT").is_ok_and(|v| !v.is_empty() && v != "0")
     })
+}
+
+/// Every reason this backend would refuse a model at load, for tools (`onnxifi-run check`):
+/// the load-level spec verdict, or an import failure, or every unsupported node, operator,
+/// version and type, or else the first problem planning finds. Empty when the model loads.
+pub fn refusals(proto: &model::onnx::ModelProto) -> Vec<Error> {
+    if let Err(e) = check::spec::check_model_for_load(proto, strict_mode()) {
+        return vec![e];
+    }
+    let graph = match ir::import(proto, Vec::new()) {
+        Ok(g) => g,
+        Err(e) => return vec![e],
+    };
+    let problems = check::compat::problems(&graph);
+    if !problems.is_empty() {
+        return problems;
+    }
+    match check_compatibility(&prost::Message::encode_to_vec(proto)) {
+        Ok(()) => Vec::new(),
+        Err(e) => vec![e],
+    }
 }
 
 /// Decodes, imports and checks a model: the path shared by `onnxInitGraph` and

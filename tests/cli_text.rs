@@ -361,3 +361,44 @@ fn convert_text_agrees_with_the_reference_parser() {
         );
     }
 }
+
+#[test]
+fn check_lists_the_signature_violations_and_every_node_the_backend_refuses() {
+    // A valid model with two operators this backend does not implement.
+    let unsupported = br#"<ir_version: 8, opset_import: ["" : 17]>
+g (float[2] x) => (float[2] y) {
+  [s1] a = Bernoulli(x)
+  [s2] b = Bernoulli(a)
+  y = Relu(b)
+}"#;
+    let o = cli(&["check", "-"], Some(unsupported));
+    assert_code(&o, 0, "valid but unsupported");
+    let out = stdout(&o);
+    for needle in [
+        "[backend] UNSUPPORTED_OPERATOR: node 's1' (Bernoulli)",
+        "[backend] UNSUPPORTED_OPERATOR: node 's2' (Bernoulli)",
+        "this backend refuses it (2 problem(s), first UNSUPPORTED_OPERATOR)",
+    ] {
+        assert!(out.contains(needle), "{needle:?} missing from:\n{out}");
+    }
+    // Signature violations: an unknown operator, a missing required attribute, a broken type
+    // constraint, each on its own line.
+    let invalid = br#"<ir_version: 8, opset_import: ["" : 13]>
+g (float[2] x, int64[2] k) => (float[2] y) {
+  a = Gemmm(x, x)
+  f = Cast(x)
+  e = Add(x, k)
+  y = Identity(x)
+}"#;
+    let o = cli(&["check", "-"], Some(invalid));
+    assert_code(&o, 1, "signature violations");
+    let out = stdout(&o);
+    for needle in [
+        "[operator-exists] graph 'g' node #0 (Gemmm)",
+        "[attribute-required] graph 'g' node #1 (Cast): Cast version 13 requires attribute 'to'",
+        "[type-constraint] graph 'g' node #2 (Add): input #1 'k' has type tensor(int64)",
+        "this backend refuses it",
+    ] {
+        assert!(out.contains(needle), "{needle:?} missing from:\n{out}");
+    }
+}

@@ -40,9 +40,11 @@ commands:
       run MODEL on the ONNXIFI backend; print each output's name, shape and first values,
       and the latency (min/median) over N runs (default 10)
   check MODEL [--from FMT] [--pedantic]
-      check MODEL against every MUST rule of the ONNX IR specification; print each
-      violation as `[rule-id] location: message` and a summary. Exit 0 when valid, 1 when
-      not (or when MODEL does not decode or parse). --pedantic adds the pedantic rules
+      check MODEL against every MUST rule of the ONNX IR specification and every operator's
+      signature; print each violation as `[rule-id] location: message`, then every reason
+      this backend would refuse the model as `[backend] STATUS: message`, and a summary.
+      Exit 0 when valid, 1 when not (or when MODEL does not decode or parse), whatever the
+      backend's verdict. --pedantic adds the pedantic rules
   convert IN OUT [--from FMT] [--to FMT]
       convert a model between binary protobuf and the ONNX text syntax
   help
@@ -351,19 +353,37 @@ fn cmd_check(args: Vec<String>) -> Result<ExitCode, CliError> {
     for v in &violations {
         println!("{v}");
     }
+    // The backend's verdict, in the same listing: every node it would refuse, and why.
+    let refusals = onnxifi_rust::graph::refusals(&loaded.model);
+    for e in &refusals {
+        // An invalid model's refusal repeats the violations listed above.
+        if !(violations.is_empty() || e.status != onnxifi_rust::error::Status::InvalidModel) {
+            continue;
+        }
+        println!("[backend] {}: {}", e.status, e.message);
+    }
+    let backend = if refusals.is_empty() {
+        "this backend runs it".to_string()
+    } else {
+        format!(
+            "this backend refuses it ({} problem(s), first {})",
+            refusals.len(),
+            refusals[0].status
+        )
+    };
     let format = match loaded.format {
         Format::Onnx => "binary",
         Format::Text => "text",
     };
     if violations.is_empty() {
-        println!("{name}: valid ({format} model; {rules} rules of the ONNX IR specification checked, no violations)");
+        println!("{name}: valid ({format} model; {rules} rules of the ONNX IR specification checked, no violations); {backend}");
         Ok(ExitCode::SUCCESS)
     } else {
         let mut broken: Vec<&str> = violations.iter().map(|v| v.rule.id()).collect();
         broken.sort_unstable();
         broken.dedup();
         println!(
-            "{name}: invalid: {} violation(s) of {} rule(s) of the ONNX IR specification ({})",
+            "{name}: invalid: {} violation(s) of {} rule(s) of the ONNX IR specification ({}); {backend}",
             violations.len(),
             broken.len(),
             broken.join(", ")

@@ -25,8 +25,9 @@ pub fn check_graph(g: &Graph) -> Result<()> {
     Err(Error::new(status, message))
 }
 
-/// Every reason this backend cannot run the graph, in model order.
-fn problems(g: &Graph) -> Vec<Error> {
+/// Every reason this backend cannot run the graph, in model order (graph inputs and outputs
+/// first, then nodes with their subgraphs).
+pub fn problems(g: &Graph) -> Vec<Error> {
     let mut out = Vec::new();
     let mut check = |r: Result<()>| {
         if let Err(e) = r {
