@@ -12,7 +12,7 @@ VENV="$ROOT/.venv"
 TESTDATA="$ROOT/.testdata"
 ONNX112="$TESTDATA/onnx-1.12.0"
 # The test oracles are pinned so that they cannot drift under the tests.
-PY_PACKAGES=(onnx==1.23.2 onnxruntime==1.32.0 numpy==2.4.6)
+PY_PACKAGES=(onnx==1.23.2 onnxruntime==1.32.0 numpy==2.4.6 pytest==8.4.2)
 
 log() { printf '[setup-test-env] %s\n' "$*"; }
 
@@ -51,7 +51,8 @@ import importlib.metadata as m
 assert m.version("onnx") == "1.23.2"
 assert m.version("onnxruntime") == "1.32.0"
 assert m.version("numpy") == "2.4.6"
-import onnx, onnxruntime, numpy  # noqa: F401
+assert m.version("pytest") == "8.4.2"
+import onnx, onnxruntime, numpy, pytest  # noqa: F401
 PY
 then
     log "venv already has ${PY_PACKAGES[*]}"

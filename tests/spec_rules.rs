@@ -127,6 +127,7 @@ variant_tests!(
     if_without_else_branch,
     attribute_of_the_wrong_schema_type,
     operands_break_a_type_constraint,
+    subgraph_output_is_an_outer_value,
 );
 
 #[test]

@@ -783,6 +783,17 @@ pub fn variants() -> Vec<Variant> {
             };
             m
         }),
+        v("subgraph_output_is_an_outer_value", SubgraphOutputLocal, || {
+            let mut m = with_if();
+            let gr = g(&mut m);
+            for a in &mut gr.node[1].attribute {
+                if let Some(b) = a.g.as_mut() {
+                    b.node.clear();
+                    b.output[0].name = so("A");
+                }
+            }
+            m
+        }),
         Variant {
             pedantic: true,
             ..lenient("model_without_domain", ModelDomain, base,

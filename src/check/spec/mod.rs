@@ -143,6 +143,8 @@ pub enum Rule {
     AttributeSchemaType,
     /// `type-constraint`
     TypeConstraint,
+    /// `subgraph-output-local`
+    SubgraphOutputLocal,
 }
 
 /// What is known about a rule: its id, a one-line description, where the specification states
@@ -318,6 +320,8 @@ pub const RULES: &[RuleInfo] = &[
         "an attribute has the type its operator declares"),
     info(Rule::TypeConstraint, "type-constraint", "Operators (type constraints); onnx.defs (schemas/onnx-operators.tsv)",
         "where value types are known (declared, or carried forward through type constraints), they satisfy the operator's type constraints"),
+    strict(Rule::SubgraphOutputLocal, "subgraph-output-local", "Graphs (outputs); onnx.checker",
+        "a nested graph's outputs are values it defines (input, initializer or node output), not values of an enclosing graph (execution handles either)"),
 ];
 
 impl Rule {
@@ -448,7 +452,7 @@ mod tests {
             assert_eq!(Rule::from_id(r.id), Some(r.rule));
             assert!(!r.description.is_empty() && !r.section.is_empty());
         }
-        assert_eq!(RULES.len(), Rule::TypeConstraint as usize + 1);
+        assert_eq!(RULES.len(), Rule::SubgraphOutputLocal as usize + 1);
     }
 
     #[test]

@@ -59,12 +59,16 @@ fn nested_type_string(t: &TypeProto, depth: usize) -> Option<String> {
         Value::SparseTensorType(tt) => format!("sparse_tensor({})", elem(tt.elem_type)?),
         Value::SequenceType(s) => format!("seq({})", type_string(s.elem_type.as_ref()?)?),
         Value::OptionalType(o) => format!("optional({})", type_string(o.elem_type.as_ref()?)?),
+        Value::OpaqueType(o) => format!(
+            "opaque({},{})",
+            o.domain.as_deref().unwrap_or(""),
+            o.name.as_deref().unwrap_or("")
+        ),
         Value::MapType(m) => format!(
             "map({},{})",
             elem(m.key_type)?,
             type_string(m.value_type.as_ref()?)?
         ),
-        _ => return None,
     })
 }
 
@@ -193,6 +197,17 @@ impl<'m> Walk<'_, 'm, '_> {
             if let (Some(n), Some(code)) = (&t.name, t.data_type) {
                 if let Some(d) = crate::ir::DataType::from_code(i64::from(code)) {
                     own.insert(n.clone(), format!("tensor({})", d.name()));
+                }
+            }
+        }
+        for t in &g.sparse_initializer {
+            let values = t.values.as_ref();
+            if let (Some(n), Some(code)) = (
+                values.and_then(|v| v.name.as_ref()),
+                values.and_then(|v| v.data_type),
+            ) {
+                if let Some(d) = crate::ir::DataType::from_code(i64::from(code)) {
+                    own.insert(n.clone(), format!("sparse_tensor({})", d.name()));
                 }
             }
         }
@@ -427,6 +442,12 @@ impl<'m> Walk<'_, 'm, '_> {
         if broken {
             return;
         }
+        // Operators whose output type an attribute decides.
+        if let (Some(out), Some(t)) = (node.output.first(), attribute_typed_output(node, s)) {
+            if !out.is_empty() && types.get(out).is_none() {
+                types.own.insert(out.clone(), t);
+            }
+        }
         // Carry types forward to outputs not declared.
         for (k, name) in node.output.iter().enumerate() {
             let Some(f) = outs.get(k.min(outs.len().saturating_sub(1))) else {
@@ -447,6 +468,32 @@ impl<'m> Walk<'_, 'm, '_> {
                 types.own.insert(name.clone(), t);
             }
         }
+    }
+}
+
+/// The output type of `Constant` (from the attribute that holds the value) and of `Cast` (its
+/// `to`), when the node states it.
+fn attribute_typed_output(node: &NodeProto, s: &OpSchema) -> Option<String> {
+    let name_of = |code: i64| crate::ir::DataType::from_code(code).map(|d| d.name());
+    let attr = |n: &str| node.attribute.iter().find(|a| a.name.as_deref() == Some(n));
+    match (s.domain, s.name) {
+        ("", "Constant") => {
+            let a = node.attribute.first()?;
+            let elem = match a.name.as_deref()? {
+                "value" => name_of(i64::from(a.t.as_ref()?.data_type?))?,
+                "sparse_value" => {
+                    let code = a.sparse_tensor.as_ref()?.values.as_ref()?.data_type?;
+                    return Some(format!("sparse_tensor({})", name_of(i64::from(code))?));
+                }
+                "value_float" | "value_floats" => "float".into(),
+                "value_int" | "value_ints" => "int64".into(),
+                "value_string" | "value_strings" => "string".into(),
+                _ => return None,
+            };
+            Some(format!("tensor({elem})"))
+        }
+        ("", "Cast") => Some(format!("tensor({})", name_of(attr("to")?.i?)?)),
+        _ => None,
     }
 }
 

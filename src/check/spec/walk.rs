@@ -497,7 +497,16 @@ impl<'m> Ctx<'m> {
                 continue;
             }
             match outer.map_or(Lookup::Missing, |o| o.lookup(n)) {
-                Lookup::Visible => free.push(n),
+                Lookup::Visible => {
+                    free.push(n);
+                    if kind == Kind::Nested {
+                        self.push(
+                            Rule::SubgraphOutputLocal,
+                            vloc,
+                            format!("output '{n}' is a value of an enclosing graph, not one this graph defines"),
+                        );
+                    }
+                }
                 Lookup::Later { loc: oloc, node } => {
                     free.push(n);
                     self.push(
