@@ -872,9 +872,11 @@ fn bad_weight_descriptors() {
     let model = model_bytes("small_cnn_noinit.onnx");
     static ZERO_DIM: [u64; 4] = [0, 3, 3, 3];
     type Mutate = fn(&mut TensorDescriptor);
-    let cases: [(&str, Mutate, i32); 6] = [
+    let cases: [(&str, Mutate, i32); 7] = [
         ("zero dim", |d| d.shape = ZERO_DIM.as_ptr(), INVALID_SHAPE),
         ("type 999", |d| d.data_type = 999, INVALID_DATATYPE),
+        // ONNX type 8 (string) has no byte layout in a caller's buffer.
+        ("string type", |d| d.data_type = 8, UNSUPPORTED_DATATYPE),
         (
             "memory type 999",
             |d| d.memory_type = 999,

@@ -88,6 +88,15 @@ unsafe fn read_one(i: usize, d: &onnxTensorDescriptorV1) -> Result<Described> {
             ))
         }
     }
+    if dtype.bits().is_none() {
+        return Err(Error::new(
+            Status::UnsupportedDatatype,
+            format!(
+                "'{name}': {} tensors have no byte layout in an ONNXIFI buffer",
+                dtype.name()
+            ),
+        ));
+    }
     if d.dimensions > MAX_RANK {
         return Err(Error::new(
             Status::UnsupportedShape,

@@ -54,7 +54,9 @@ pub enum DataType {
     I2,
     /// 2-bit unsigned integer (packed four per byte when serialised).
     U2,
-    /// A type ONNX defines that this backend stores nowhere (strings, complex, float6).
+    /// Strings (stored, moved, cast and compared; no byte layout across the C ABI).
+    String,
+    /// A type ONNX defines that this backend stores nowhere (complex, float6).
     Other(i32),
 }
 
@@ -85,7 +87,8 @@ impl DataType {
             24 => DataType::F8E8M0,
             25 => DataType::U2,
             26 => DataType::I2,
-            8 | 14 | 15 | 27 | 28 => DataType::Other(code as i32),
+            8 => DataType::String,
+            14 | 15 | 27 | 28 => DataType::Other(code as i32),
             _ => return None,
         })
     }
@@ -116,6 +119,7 @@ impl DataType {
             DataType::F8E8M0 => 24,
             DataType::U2 => 25,
             DataType::I2 => 26,
+            DataType::String => 8,
             DataType::Other(c) => c,
         }
     }
@@ -145,7 +149,7 @@ impl DataType {
             | DataType::F8E8M0 => 8,
             DataType::F4E2M1 | DataType::I4 | DataType::U4 => 4,
             DataType::I2 | DataType::U2 => 2,
-            DataType::Other(_) => return None,
+            DataType::String | DataType::Other(_) => return None,
         })
     }
 
@@ -164,7 +168,10 @@ impl DataType {
     /// Whether this is one of the narrow float8/float4/int4/int2 types, which are stored, moved
     /// and cast but not computed on.
     pub fn is_narrow(self) -> bool {
-        self.is_stored() && !self.is_float() && !self.is_integer() && self != DataType::Bool
+        self.is_stored()
+            && !self.is_float()
+            && !self.is_integer()
+            && !matches!(self, DataType::Bool | DataType::String)
     }
 
     /// Whether this is a floating-point type (f16, bf16, f32, f64).
@@ -216,7 +223,7 @@ impl DataType {
             DataType::I4 => "int4".into(),
             DataType::U2 => "uint2".into(),
             DataType::I2 => "int2".into(),
-            DataType::Other(8) => "string".into(),
+            DataType::String => "string".into(),
             DataType::Other(14) => "complex64".into(),
             DataType::Other(15) => "complex128".into(),
             DataType::Other(27) => "float6e2m3".into(),
@@ -236,17 +243,8 @@ macro_rules! tensor_data {
                 #[doc = concat!("Elements of type `", stringify!($t), "`.")]
                 $variant(Vec<$t>),
             )+
-        }
-
-        /// Applies `$body` to the vector inside any [`TensorData`] variant, rebuilding the same
-        /// variant.
-        #[macro_export]
-        macro_rules! map_tensor_data {
-            ($data:expr, $v:ident => $body:expr) => {
-                match $data {
-                    $($crate::ir::TensorData::$variant($v) => $crate::ir::TensorData::$variant($body),)+
-                }
-            };
+            /// Strings (ONNX stores bytes; text that is not UTF-8 is decoded lossily).
+            String(Vec<String>),
         }
 
         impl TensorData {
@@ -254,6 +252,7 @@ macro_rules! tensor_data {
             pub fn dtype(&self) -> DataType {
                 match self {
                     $(TensorData::$variant(_) => DataType::$variant,)+
+                    TensorData::String(_) => DataType::String,
                 }
             }
 
@@ -261,6 +260,7 @@ macro_rules! tensor_data {
             pub fn len(&self) -> usize {
                 match self {
                     $(TensorData::$variant(v) => v.len(),)+
+                    TensorData::String(v) => v.len(),
                 }
             }
 
@@ -268,6 +268,7 @@ macro_rules! tensor_data {
             pub fn capacity(&self) -> usize {
                 match self {
                     $(TensorData::$variant(v) => v.capacity(),)+
+                    TensorData::String(v) => v.capacity(),
                 }
             }
 
@@ -276,6 +277,7 @@ macro_rules! tensor_data {
             pub fn zeros(dtype: DataType, len: usize) -> Result<TensorData> {
                 match dtype {
                     $(DataType::$variant => Ok(TensorData::$variant(try_filled(len)?)),)+
+                    DataType::String => Ok(TensorData::String(try_filled(len)?)),
                     other => Err(unsupported_type(other)),
                 }
             }
@@ -285,11 +287,13 @@ macro_rules! tensor_data {
             pub fn reset(&mut self, len: usize) -> Result<()> {
                 match self {
                     $(TensorData::$variant(v) => refill(v, len),)+
+                    TensorData::String(v) => refill(v, len),
                 }
             }
 
             /// Decodes `len` elements from little-endian bytes (sub-byte types packed, first
-            /// element in the low bits); the byte count must match exactly.
+            /// element in the low bits); the byte count must match exactly. Strings have no
+            /// byte layout (UNSUPPORTED_DATATYPE).
             pub fn from_le_bytes(dtype: DataType, bytes: &[u8], len: usize) -> Result<TensorData> {
                 match dtype {
                     $(DataType::$variant => Ok(TensorData::$variant(decode_le::<$t>(bytes, len)?)),)+
@@ -298,10 +302,12 @@ macro_rules! tensor_data {
             }
 
             /// Encodes as little-endian bytes into `out` (which must have the exact size, see
-            /// [`DataType::byte_len`]; sub-byte types are packed, the padding bits zero).
+            /// [`DataType::byte_len`]; sub-byte types are packed, the padding bits zero). Strings
+            /// have no byte layout and write nothing.
             pub fn write_le_bytes(&self, out: &mut [u8]) {
                 match self {
                     $(TensorData::$variant(v) => encode_le(v, out),)+
+                    TensorData::String(_) => {}
                 }
             }
         }
@@ -536,6 +542,19 @@ impl Tensor {
         let len = numel(&shape).map_err(invalid)?;
         let data = if let Some(raw) = &t.raw_data {
             TensorData::from_le_bytes(dtype, raw, len).map_err(invalid)?
+        } else if dtype == DataType::String {
+            if t.string_data.len() != len {
+                return Err(invalid(Error::new(
+                    Status::InvalidModel,
+                    format!("{} strings for {len} elements", t.string_data.len()),
+                )));
+            }
+            TensorData::String(
+                t.string_data
+                    .iter()
+                    .map(|b| String::from_utf8_lossy(b).into_owned())
+                    .collect(),
+            )
         } else if dtype.is_narrow() {
             // One element (float8) or one packed byte (sub-byte types) per int32.
             let bytes: Vec<u8> = t.int32_data.iter().map(|&x| x as u8).collect();

@@ -2,9 +2,9 @@
 //! `GreaterOrEqual`. Two inputs of one type, numpy broadcasting, a bool result.
 
 use super::util::BuildCtx;
-use super::{binary, Built, Kernel, OpDef, ANY, NUMERIC};
+use super::{binary, Built, Kernel, OpDef, NUMERIC};
 use crate::error::{Error, Result, Status};
-use crate::ir::{DataType, Elem, Tensor};
+use crate::ir::{DataType, Elem, Tensor, TensorData};
 use crate::kernels::broadcast::map2;
 
 /// Which comparison.
@@ -55,6 +55,19 @@ impl Kernel for CmpKernel {
         let missing = || Error::new(Status::InternalError, "comparison input missing");
         let a = inputs[0].ok_or_else(missing)?;
         let b = inputs[1].ok_or_else(missing)?;
+        if let (TensorData::String(x), TensorData::String(y)) = (&a.data, &b.data) {
+            let x: Vec<&str> = x.iter().map(String::as_str).collect();
+            let y: Vec<&str> = y.iter().map(String::as_str).collect();
+            let cmp = self.cmp;
+            map2(
+                (&x, &self.a_shape),
+                (&y, &self.b_shape),
+                outputs[0].as_mut_slice::<bool>()?,
+                &self.out_shape,
+                |p, q| cmp.apply(p, q),
+            );
+            return Ok(());
+        }
         crate::dispatch_stored!(a.dtype(), T => self.compute::<T>(a, b, &mut outputs[0]),
             other => Err(Error::new(Status::UnsupportedDatatype, format!("{other:?}"))))
     }
@@ -72,7 +85,7 @@ fn build(ctx: &BuildCtx, cmp: Cmp) -> Result<Built> {
     }
     if !a.dtype.is_stored()
         || a.dtype.is_narrow()
-        || (a.dtype == DataType::Bool && !matches!(cmp, Cmp::Eq))
+        || (matches!(a.dtype, DataType::Bool | DataType::String) && !matches!(cmp, Cmp::Eq))
     {
         return Err(ctx.err(
             Status::UnsupportedDatatype,
@@ -90,6 +103,24 @@ fn build(ctx: &BuildCtx, cmp: Cmp) -> Result<Built> {
         }),
     })
 }
+
+/// Equal compares every computed type and strings.
+const ANY_AND_STRING: &[DataType] = &[
+    DataType::F32,
+    DataType::F64,
+    DataType::F16,
+    DataType::BF16,
+    DataType::I8,
+    DataType::U8,
+    DataType::I16,
+    DataType::U16,
+    DataType::I32,
+    DataType::U32,
+    DataType::I64,
+    DataType::U64,
+    DataType::Bool,
+    DataType::String,
+];
 
 macro_rules! comparison {
     ($def:ident, $name:literal, $cmp:ident, $min:literal, $newest:literal, $types:expr, $f:ident) => {
@@ -114,7 +145,7 @@ macro_rules! comparison {
     };
 }
 
-comparison!(EQUAL, "Equal", Eq, 1, 19, ANY, build_equal);
+comparison!(EQUAL, "Equal", Eq, 1, 19, ANY_AND_STRING, build_equal);
 comparison!(LESS, "Less", Lt, 1, 13, NUMERIC, build_less);
 comparison!(
     LESS_OR_EQUAL,

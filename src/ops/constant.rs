@@ -2,7 +2,7 @@
 //! `value_int(s)`).
 
 use super::util::ConstKernel;
-use super::{BuildCtx, Built, OpDef, STORED};
+use super::{BuildCtx, Built, OpDef, MOVED};
 use crate::error::{Result, Status};
 use crate::ir::{Attr, Tensor, TensorData};
 
@@ -22,7 +22,7 @@ pub static DEF: OpDef = OpDef {
         "value_strings",
         "sparse_value",
     ],
-    types: STORED,
+    types: MOVED,
     build,
 };
 

@@ -1,7 +1,7 @@
 //! `Flatten`: a 2-D view `[prod(dims[..axis]), prod(dims[axis..])]`.
 
 use super::util::CopyKernel;
-use super::{BuildCtx, Built, OpDef, STORED};
+use super::{BuildCtx, Built, OpDef, MOVED};
 use crate::error::{Result, Status};
 
 /// The `Flatten` operator.
@@ -11,7 +11,7 @@ pub static DEF: OpDef = OpDef {
     min_opset: 1,
     newest: 25,
     attributes: &["axis"],
-    types: STORED,
+    types: MOVED,
     build,
 };
 

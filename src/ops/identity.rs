@@ -1,7 +1,7 @@
 //! `Identity`: the output is the input.
 
 use super::util::CopyKernel;
-use super::{BuildCtx, Built, OpDef, STORED};
+use super::{BuildCtx, Built, OpDef, MOVED};
 use crate::error::Result;
 
 /// The `Identity` operator.
@@ -11,7 +11,7 @@ pub static DEF: OpDef = OpDef {
     min_opset: 1,
     newest: 25,
     attributes: &[],
-    types: STORED,
+    types: MOVED,
     build,
 };
 

@@ -99,6 +99,7 @@ mod softplus;
 mod split;
 mod sqrt;
 mod squeeze;
+mod string_ops;
 mod sub;
 mod sum;
 mod tanh;
@@ -207,6 +208,35 @@ pub const STORED: &[DataType] = &[
     DataType::U4,
     DataType::I2,
     DataType::U2,
+];
+
+/// Every type a tensor can hold: [`STORED`] plus strings, which only copying operators
+/// (Identity, Reshape …), shape queries, casts and the string operators accept.
+pub const MOVED: &[DataType] = &[
+    DataType::F32,
+    DataType::F64,
+    DataType::F16,
+    DataType::BF16,
+    DataType::I8,
+    DataType::U8,
+    DataType::I16,
+    DataType::U16,
+    DataType::I32,
+    DataType::U32,
+    DataType::I64,
+    DataType::U64,
+    DataType::Bool,
+    DataType::F8E4M3Fn,
+    DataType::F8E4M3FnUz,
+    DataType::F8E5M2,
+    DataType::F8E5M2FnUz,
+    DataType::F8E8M0,
+    DataType::F4E2M1,
+    DataType::I4,
+    DataType::U4,
+    DataType::I2,
+    DataType::U2,
+    DataType::String,
 ];
 
 /// Every numeric type (all stored types but bool).
@@ -364,6 +394,9 @@ pub static REGISTRY: &[&OpDef] = &[
     &split::DEF,
     &sqrt::DEF,
     &squeeze::DEF,
+    &string_ops::CONCAT,
+    &string_ops::NORMALIZER,
+    &string_ops::SPLIT,
     &sub::DEF,
     &sum::DEF,
     &math_unary::TAN,

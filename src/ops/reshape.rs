@@ -2,7 +2,7 @@
 //! `-1` is inferred).
 
 use super::util::CopyKernel;
-use super::{BuildCtx, Built, OpDef, STORED};
+use super::{BuildCtx, Built, OpDef, MOVED};
 use crate::error::{Result, Status};
 
 /// The `Reshape` operator.
@@ -12,7 +12,7 @@ pub static DEF: OpDef = OpDef {
     min_opset: 5,
     newest: 25,
     attributes: &["allowzero"],
-    types: STORED,
+    types: MOVED,
     build,
 };
 

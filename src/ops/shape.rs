@@ -2,7 +2,7 @@
 //! the dimensions).
 
 use super::util::ConstKernel;
-use super::{BuildCtx, Built, OpDef, STORED};
+use super::{BuildCtx, Built, OpDef, MOVED};
 use crate::error::Result;
 use crate::ir::{DataType, Tensor, TensorData};
 
@@ -13,7 +13,7 @@ pub static DEF: OpDef = OpDef {
     min_opset: 1,
     newest: 25,
     attributes: &["start", "end"],
-    types: STORED,
+    types: MOVED,
     build,
 };
 

@@ -1,7 +1,7 @@
 //! `Size`: the number of elements of the input, as an int64 scalar.
 
 use super::util::{BuildCtx, ConstKernel};
-use super::{Built, OpDef, STORED};
+use super::{Built, OpDef, MOVED};
 use crate::error::Result;
 use crate::ir::{DataType, Tensor};
 
@@ -12,7 +12,7 @@ pub static DEF: OpDef = OpDef {
     min_opset: 1,
     newest: 25,
     attributes: &[],
-    types: STORED,
+    types: MOVED,
     build,
 };
 

@@ -2,7 +2,7 @@
 //! attribute before opset 13 and an optional constant input from 13.
 
 use super::util::CopyKernel;
-use super::{BuildCtx, Built, OpDef, STORED};
+use super::{BuildCtx, Built, OpDef, MOVED};
 use crate::error::{Result, Status};
 
 /// The `Squeeze` operator.
@@ -12,7 +12,7 @@ pub static DEF: OpDef = OpDef {
     min_opset: 1,
     newest: 25,
     attributes: &["axes"],
-    types: STORED,
+    types: MOVED,
     build,
 };
 

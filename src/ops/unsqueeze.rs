@@ -2,7 +2,7 @@
 //! attribute before opset 13 and a constant input from 13.
 
 use super::util::CopyKernel;
-use super::{squeeze, BuildCtx, Built, OpDef, STORED};
+use super::{squeeze, BuildCtx, Built, OpDef, MOVED};
 use crate::error::{Result, Status};
 
 /// The `Unsqueeze` operator.
@@ -12,7 +12,7 @@ pub static DEF: OpDef = OpDef {
     min_opset: 1,
     newest: 25,
     attributes: &["axes"],
-    types: STORED,
+    types: MOVED,
     build,
 };
 

@@ -288,6 +288,18 @@ impl<'a> BuildCtx<'a> {
         }
     }
 
+    /// A strings attribute as text (lossy UTF-8), empty when absent.
+    pub fn attr_strings(&self, name: &str) -> Result<Vec<String>> {
+        match self.attr(name) {
+            None => Ok(Vec::new()),
+            Some(Attr::Strings(v)) => Ok(v
+                .iter()
+                .map(|b| String::from_utf8_lossy(b).into_owned())
+                .collect()),
+            Some(other) => Err(self.wrong_kind(name, "a list of strings", other)),
+        }
+    }
+
     /// Normalises a possibly negative axis for a tensor of rank `rank` (`rank + 1` when
     /// `extra` allows the one-past-the-end position).
     pub fn axis(&self, axis: i64, rank: usize) -> Result<usize> {
