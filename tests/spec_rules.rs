@@ -128,6 +128,7 @@ variant_tests!(
     attribute_of_the_wrong_schema_type,
     operands_break_a_type_constraint,
     subgraph_output_is_an_outer_value,
+    initializer_contradicts_its_input,
 );
 
 #[test]

@@ -794,6 +794,12 @@ pub fn variants() -> Vec<Variant> {
             }
             m
         }),
+        v("initializer_contradicts_its_input", InitializerMatchesInput, || {
+            let mut m = base();
+            let gr = g(&mut m);
+            gr.input.push(vi("B", FLOAT, &[4]));
+            m
+        }),
         Variant {
             pedantic: true,
             ..lenient("model_without_domain", ModelDomain, base,

@@ -145,6 +145,8 @@ pub enum Rule {
     TypeConstraint,
     /// `subgraph-output-local`
     SubgraphOutputLocal,
+    /// `initializer-matches-input`
+    InitializerMatchesInput,
 }
 
 /// What is known about a rule: its id, a one-line description, where the specification states
@@ -322,6 +324,8 @@ pub const RULES: &[RuleInfo] = &[
         "where value types are known (declared, or carried forward through type constraints), they satisfy the operator's type constraints"),
     strict(Rule::SubgraphOutputLocal, "subgraph-output-local", "Graphs (outputs); onnx.checker",
         "a nested graph's outputs are values it defines (input, initializer or node output), not values of an enclosing graph (execution handles either)"),
+    info(Rule::InitializerMatchesInput, "initializer-matches-input", "Graphs (initializers as default values of inputs)",
+        "an initializer that is also a graph input has the element type and the fixed dimensions the input declares"),
 ];
 
 impl Rule {
@@ -452,7 +456,7 @@ mod tests {
             assert_eq!(Rule::from_id(r.id), Some(r.rule));
             assert!(!r.description.is_empty() && !r.section.is_empty());
         }
-        assert_eq!(RULES.len(), Rule::SubgraphOutputLocal as usize + 1);
+        assert_eq!(RULES.len(), Rule::InitializerMatchesInput as usize + 1);
     }
 
     #[test]

@@ -416,6 +416,9 @@ impl<'m> Ctx<'m> {
             }
             match defs.get(n).copied() {
                 Some(Def::Input(pos)) => {
+                    if i < n_dense {
+                        self.initializer_fits_input(&g.initializer[idx], &g.input[pos], &iloc);
+                    }
                     if !top {
                         if self.ir >= 4 {
                             self.push(
@@ -523,6 +526,61 @@ impl<'m> Ctx<'m> {
             }
         }
         defs
+    }
+
+    /// An initializer that is also a graph input (a default value) has the element type and
+    /// the fixed dimensions the input declares.
+    fn initializer_fits_input(
+        &mut self,
+        t: &crate::model::onnx::TensorProto,
+        input: &ValueInfoProto,
+        iloc: &str,
+    ) {
+        use crate::model::onnx::{tensor_shape_proto::dimension::Value as D, type_proto::Value};
+        let Some(Value::TensorType(tt)) = input.r#type.as_ref().and_then(|t| t.value.as_ref())
+        else {
+            return;
+        };
+        let name = s(&t.name);
+        if let (Some(declared), Some(have)) = (tt.elem_type.filter(|&e| e != 0), t.data_type) {
+            if declared != have {
+                self.push(
+                    Rule::InitializerMatchesInput,
+                    iloc,
+                    format!("initializer '{name}' has element type {have}, but the graph input declares {declared}"),
+                );
+                return;
+            }
+        }
+        let Some(shape) = &tt.shape else { return };
+        let fixed: Vec<Option<i64>> = shape
+            .dim
+            .iter()
+            .map(|d| match d.value {
+                Some(D::DimValue(v)) if v >= 0 => Some(v),
+                _ => None,
+            })
+            .collect();
+        let clash = fixed.len() != t.dims.len()
+            || fixed
+                .iter()
+                .zip(&t.dims)
+                .any(|(f, &d)| f.is_some_and(|f| f != d));
+        if clash {
+            let show: Vec<String> = fixed
+                .iter()
+                .map(|f| f.map_or("?".to_string(), |v| v.to_string()))
+                .collect();
+            self.push(
+                Rule::InitializerMatchesInput,
+                iloc,
+                format!(
+                    "initializer '{name}' has dims {:?}, but the graph input declares [{}]",
+                    t.dims,
+                    show.join(", ")
+                ),
+            );
+        }
     }
 
     /// Reports a definition in a nested (or algorithm) graph that clashes with an outer name.
