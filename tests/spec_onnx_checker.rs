@@ -24,10 +24,7 @@ const ONNX_WRONG: &[(&str, &str)] = &[
 ];
 
 /// Cases onnx rejects for reasons this checker does not examine.
-const NOT_CHECKED: &[(&str, &str)] = &[(
-    "test_convtranspose_input_channels_must_be_divisible_by_group",
-    "shape inference (input channels against group); this checker runs none",
-)];
+const NOT_CHECKED: &[(&str, &str)] = &[];
 
 /// Cases onnx accepts and this checker rejects, following the specification.
 const STRICTER: &[(&str, &str)] = &[

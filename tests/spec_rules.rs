@@ -129,6 +129,7 @@ variant_tests!(
     operands_break_a_type_constraint,
     subgraph_output_is_an_outer_value,
     initializer_contradicts_its_input,
+    conv_group_does_not_divide_channels,
 );
 
 #[test]

@@ -800,6 +800,24 @@ pub fn variants() -> Vec<Variant> {
             gr.input.push(vi("B", FLOAT, &[4]));
             m
         }),
+        v("conv_group_does_not_divide_channels", OperatorShapeRequirement, || {
+            let mut m = base();
+            let gr = g(&mut m);
+            gr.input[0] = vi("X", FLOAT, &[1, 3, 4, 4]);
+            gr.initializer
+                .push(ftensor("W", &[3, 1, 1, 1], &[1.0, 1.0, 1.0]));
+            let mut conv = node("ConvTranspose", "convt1", &["X", "W"], &["A"]);
+            conv.attribute.push(AttributeProto {
+                name: so("group"),
+                i: Some(2),
+                r#type: Some(AttributeType::Int as i32),
+                ..Default::default()
+            });
+            gr.node[0] = conv;
+            gr.node[1].input[1] = "A".into();
+            gr.output[0] = vi("Y", FLOAT, &[1, 2, 4, 4]);
+            m
+        }),
         Variant {
             pedantic: true,
             ..lenient("model_without_domain", ModelDomain, base,

@@ -147,6 +147,8 @@ pub enum Rule {
     SubgraphOutputLocal,
     /// `initializer-matches-input`
     InitializerMatchesInput,
+    /// `operator-shape-requirement`
+    OperatorShapeRequirement,
 }
 
 /// What is known about a rule: its id, a one-line description, where the specification states
@@ -326,6 +328,8 @@ pub const RULES: &[RuleInfo] = &[
         "a nested graph's outputs are values it defines (input, initializer or node output), not values of an enclosing graph (execution handles either)"),
     info(Rule::InitializerMatchesInput, "initializer-matches-input", "Graphs (initializers as default values of inputs)",
         "an initializer that is also a graph input has the element type and the fixed dimensions the input declares"),
+    info(Rule::OperatorShapeRequirement, "operator-shape-requirement", "Operators (documented shape requirements); onnx.defs",
+        "declared dimensions meet the shape requirements this checker knows: Conv and ConvTranspose input channels are a multiple of group and agree with the weights"),
 ];
 
 impl Rule {
@@ -456,7 +460,7 @@ mod tests {
             assert_eq!(Rule::from_id(r.id), Some(r.rule));
             assert!(!r.description.is_empty() && !r.section.is_empty());
         }
-        assert_eq!(RULES.len(), Rule::InitializerMatchesInput as usize + 1);
+        assert_eq!(RULES.len(), Rule::OperatorShapeRequirement as usize + 1);
     }
 
     #[test]

@@ -22,10 +22,19 @@ use std::collections::{HashMap, HashSet};
 /// Value types known in one graph and the graphs around it (innermost last).
 struct Types<'p> {
     own: HashMap<String, String>,
+    /// Declared dimensions (`None` for a symbolic or unknown one), where the rank is known.
+    dims: HashMap<String, Vec<Option<i64>>>,
     parent: Option<&'p Types<'p>>,
 }
 
 impl Types<'_> {
+    fn dims(&self, name: &str) -> Option<&[Option<i64>]> {
+        match self.dims.get(name) {
+            Some(d) => Some(d),
+            None => self.parent.and_then(|p| p.dims(name)),
+        }
+    }
+
     fn get(&self, name: &str) -> Option<&str> {
         match self.own.get(name) {
             Some(t) => Some(t),
@@ -70,6 +79,26 @@ fn nested_type_string(t: &TypeProto, depth: usize) -> Option<String> {
             type_string(m.value_type.as_ref()?)?
         ),
     })
+}
+
+/// The declared dimensions of a tensor type (`None` for symbolic or unknown ones), when its
+/// rank is known.
+fn declared_dims(t: &TypeProto) -> Option<Vec<Option<i64>>> {
+    use crate::model::onnx::tensor_shape_proto::dimension::Value as D;
+    let type_proto::Value::TensorType(tt) = t.value.as_ref()? else {
+        return None;
+    };
+    Some(
+        tt.shape
+            .as_ref()?
+            .dim
+            .iter()
+            .map(|d| match d.value {
+                Some(D::DimValue(v)) if v >= 0 => Some(v),
+                _ => None,
+            })
+            .collect(),
+    )
 }
 
 /// The schema's name for an attribute type.
@@ -164,11 +193,11 @@ impl<'m> Walk<'_, 'm, '_> {
             f.domain.as_deref().unwrap_or("")
         );
         self.versions(&opsets, &floc);
-        let types = Types {
+        let mut types = Types {
             own: HashMap::new(),
+            dims: HashMap::new(),
             parent: None,
         };
-        let mut types = types;
         for (i, node) in f.node.iter().enumerate() {
             let nloc = node_loc(&floc, node, i);
             self.node(node, &nloc, &opsets, &mut types, 0);
@@ -187,13 +216,20 @@ impl<'m> Walk<'_, 'm, '_> {
             return;
         }
         let mut own = HashMap::new();
+        let mut dims = HashMap::new();
         let declared = g.input.iter().chain(&g.value_info).chain(&g.output);
         for vi in declared {
             if let (Some(n), Some(t)) = (&vi.name, vi.r#type.as_ref().and_then(type_string)) {
                 own.insert(n.clone(), t);
             }
+            if let (Some(n), Some(d)) = (&vi.name, vi.r#type.as_ref().and_then(declared_dims)) {
+                dims.insert(n.clone(), d);
+            }
         }
         for t in &g.initializer {
+            if let Some(n) = &t.name {
+                dims.insert(n.clone(), t.dims.iter().map(|&d| Some(d)).collect());
+            }
             if let (Some(n), Some(code)) = (&t.name, t.data_type) {
                 if let Some(d) = crate::ir::DataType::from_code(i64::from(code)) {
                     own.insert(n.clone(), format!("tensor({})", d.name()));
@@ -211,7 +247,7 @@ impl<'m> Walk<'_, 'm, '_> {
                 }
             }
         }
-        let mut types = Types { own, parent };
+        let mut types = Types { own, dims, parent };
         for (i, node) in g.node.iter().enumerate() {
             let nloc = node_loc(loc, node, i);
             self.node(node, &nloc, opsets, &mut types, depth);
@@ -237,6 +273,7 @@ impl<'m> Walk<'_, 'm, '_> {
             for (k, g) in a.g.iter().chain(&a.graphs).enumerate() {
                 let sub = Types {
                     own: HashMap::new(),
+                    dims: HashMap::new(),
                     parent: Some(types),
                 };
                 self.graph(g, &gloc(k), opsets, Some(&sub), depth + 1);
@@ -285,6 +322,54 @@ impl<'m> Walk<'_, 'm, '_> {
         self.arity(node, nloc, s);
         self.attributes(node, nloc, s);
         self.types(node, nloc, s, types);
+        self.shapes(node, nloc, s, types);
+    }
+
+    /// The shape requirements an operator's documentation states that declared dimensions can
+    /// break: for `Conv` and `ConvTranspose`, the input channels are a multiple of `group` and
+    /// agree with the weights.
+    fn shapes(&mut self, node: &NodeProto, nloc: &str, s: &OpSchema, types: &Types<'_>) {
+        let conv = match (s.domain, s.name) {
+            ("", "Conv") => true,
+            ("", "ConvTranspose") => false,
+            _ => return,
+        };
+        let group = node
+            .attribute
+            .iter()
+            .find(|a| a.name.as_deref() == Some("group"))
+            .and_then(|a| a.i)
+            .unwrap_or(1);
+        let dim = |k: usize, axis: usize| {
+            let name = node.input.get(k).filter(|n| !n.is_empty())?;
+            types.dims(name)?.get(axis).copied().flatten()
+        };
+        let Some(c) = dim(0, 1) else { return };
+        if group < 1 || c % group != 0 {
+            self.cx.push(
+                Rule::OperatorShapeRequirement,
+                nloc,
+                format!(
+                    "{} has {c} input channels, which group {group} does not divide",
+                    s.name
+                ),
+            );
+            return;
+        }
+        // Conv weights are [M, C/group, ...]; ConvTranspose weights are [C, M/group, ...].
+        let (axis, want) = if conv { (1, c / group) } else { (0, c) };
+        if let Some(w) = dim(1, axis) {
+            if w != want {
+                self.cx.push(
+                    Rule::OperatorShapeRequirement,
+                    nloc,
+                    format!(
+                        "{} has {c} input channels and group {group}, so its weights need {want} at dimension {axis}, not {w}",
+                        s.name
+                    ),
+                );
+            }
+        }
     }
 
     fn arity(&mut self, node: &NodeProto, nloc: &str, s: &OpSchema) {
