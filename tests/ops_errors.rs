@@ -394,7 +394,7 @@ g (float[2,3] A) => (float[2,2] Y)
 <float[2,2] B = {1, 0, 0, 1}>
 { [gemm] Y = Gemm(A, B) }"#;
     expect_compile_error(text, Status::InvalidModel, &["node 'gemm' (Gemm)", "inner"]);
-    // Conv channels that do not fit the groups.
+    // Conv channels that do not fit the groups: declared, so the load-time checker sees it.
     let text = r#"<ir_version: 8, opset_import: ["" : 17]>
 g (float[1,3,2,2] X) => (float[1,2,2,2] Y)
 <float[2,1,1,1] W = {1, 1}>
@@ -402,8 +402,21 @@ g (float[1,3,2,2] X) => (float[1,2,2,2] Y)
     expect_compile_error(
         text,
         Status::InvalidModel,
-        &["node 'conv' (Conv)", "group 2"],
+        &[
+            "[operator-shape-requirement]",
+            "node 'conv' (#0)",
+            "group 2",
+        ],
     );
+    // The same contradiction found only once the symbolic channel count is bound: the plan
+    // builder names the node.
+    let text = r#"<ir_version: 8, opset_import: ["" : 17]>
+g (float[1,C,2,2] X) => (float[1,2,2,2] Y)
+<float[2,1,1,1] W = {1, 1}>
+{ [conv] Y = Conv <group = 2> (X, W) }"#;
+    let exe = compile_ok(text);
+    let e = run(&exe, vec![f32t(&[1, 3, 2, 2], &[0.0; 12])]).unwrap_err();
+    assert_message(&e, Status::InvalidModel, &["node 'conv' (Conv)", "group 2"]);
     // Broadcasting that cannot happen.
     let text = r#"<ir_version: 8, opset_import: ["" : 17]>
 g (float[2,3] A, float[2] B) => (float[2,3] Y)
