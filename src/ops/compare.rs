@@ -2,7 +2,7 @@
 //! `GreaterOrEqual`. Two inputs of one type, numpy broadcasting, a bool result.
 
 use super::util::BuildCtx;
-use super::{binary, Built, Kernel, OpDef, NUMERIC};
+use super::{binary, Built, Kernel, OpDef, ANY_AND_STRING, NUMERIC};
 use crate::error::{Error, Result, Status};
 use crate::ir::{DataType, Elem, Tensor, TensorData};
 use crate::kernels::broadcast::map2;
@@ -103,24 +103,6 @@ fn build(ctx: &BuildCtx, cmp: Cmp) -> Result<Built> {
         }),
     })
 }
-
-/// Equal compares every computed type and strings.
-const ANY_AND_STRING: &[DataType] = &[
-    DataType::F32,
-    DataType::F64,
-    DataType::F16,
-    DataType::BF16,
-    DataType::I8,
-    DataType::U8,
-    DataType::I16,
-    DataType::U16,
-    DataType::I32,
-    DataType::U32,
-    DataType::I64,
-    DataType::U64,
-    DataType::Bool,
-    DataType::String,
-];
 
 macro_rules! comparison {
     ($def:ident, $name:literal, $cmp:ident, $min:literal, $newest:literal, $types:expr, $f:ident) => {

@@ -165,8 +165,8 @@ pub struct OpDef {
 
 /// Float only.
 pub const FLOAT: &[DataType] = &[DataType::F32];
-/// Every type the backend computes on (the wide numeric types and bool).
-pub const ANY: &[DataType] = &[
+/// The types the backend computes on: the wide numeric types and bool.
+const COMPUTED: [DataType; 13] = [
     DataType::F32,
     DataType::F64,
     DataType::F16,
@@ -181,63 +181,55 @@ pub const ANY: &[DataType] = &[
     DataType::U64,
     DataType::Bool,
 ];
+
+/// The narrow float8/float4/int4/int2 types.
+const NARROW: [DataType; 10] = [
+    DataType::F8E4M3Fn,
+    DataType::F8E4M3FnUz,
+    DataType::F8E5M2,
+    DataType::F8E5M2FnUz,
+    DataType::F8E8M0,
+    DataType::F4E2M1,
+    DataType::I4,
+    DataType::U4,
+    DataType::I2,
+    DataType::U2,
+];
+
+/// `a` followed by `b` (`R` must be `N + M`), for building type lists at compile time.
+const fn concat<const N: usize, const M: usize, const R: usize>(
+    a: [DataType; N],
+    b: [DataType; M],
+) -> [DataType; R] {
+    assert!(N + M == R, "concat: R must be N + M");
+    let mut out = [DataType::F32; R];
+    let mut i = 0;
+    while i < N {
+        out[i] = a[i];
+        i += 1;
+    }
+    while i < R {
+        out[i] = b[i - N];
+        i += 1;
+    }
+    out
+}
+
+const STORED_TYPES: [DataType; 23] = concat(COMPUTED, NARROW);
+
+/// Every type the backend computes on (the wide numeric types and bool).
+pub const ANY: &[DataType] = &COMPUTED;
 
 /// Every stored type: [`ANY`] plus the narrow float8/float4/int4/int2 types, which only
 /// data-movement operators and casts accept.
-pub const STORED: &[DataType] = &[
-    DataType::F32,
-    DataType::F64,
-    DataType::F16,
-    DataType::BF16,
-    DataType::I8,
-    DataType::U8,
-    DataType::I16,
-    DataType::U16,
-    DataType::I32,
-    DataType::U32,
-    DataType::I64,
-    DataType::U64,
-    DataType::Bool,
-    DataType::F8E4M3Fn,
-    DataType::F8E4M3FnUz,
-    DataType::F8E5M2,
-    DataType::F8E5M2FnUz,
-    DataType::F8E8M0,
-    DataType::F4E2M1,
-    DataType::I4,
-    DataType::U4,
-    DataType::I2,
-    DataType::U2,
-];
+pub const STORED: &[DataType] = &STORED_TYPES;
 
 /// Every type a tensor can hold: [`STORED`] plus strings, which only copying operators
 /// (Identity, Reshape …), shape queries, casts and the string operators accept.
-pub const MOVED: &[DataType] = &[
-    DataType::F32,
-    DataType::F64,
-    DataType::F16,
-    DataType::BF16,
-    DataType::I8,
-    DataType::U8,
-    DataType::I16,
-    DataType::U16,
-    DataType::I32,
-    DataType::U32,
-    DataType::I64,
-    DataType::U64,
-    DataType::Bool,
-    DataType::F8E4M3Fn,
-    DataType::F8E4M3FnUz,
-    DataType::F8E5M2,
-    DataType::F8E5M2FnUz,
-    DataType::F8E8M0,
-    DataType::F4E2M1,
-    DataType::I4,
-    DataType::U4,
-    DataType::I2,
-    DataType::U2,
-    DataType::String,
-];
+pub const MOVED: &[DataType] = &concat::<23, 1, 24>(STORED_TYPES, [DataType::String]);
+
+/// [`ANY`] plus strings (Equal).
+pub const ANY_AND_STRING: &[DataType] = &concat::<13, 1, 14>(COMPUTED, [DataType::String]);
 
 /// Every numeric type (all stored types but bool).
 pub const NUMERIC: &[DataType] = &[
