@@ -1,5 +1,6 @@
 //! Runs a model repeatedly through the engine (no C ABI), for profiling:
 //! `cargo run --release --example profile_model -- MODEL.onnx [RUNS]`. Inputs are zeros.
+//! With `ONNXIFI_RUST_PROFILE=1` it also prints the time per operator type.
 
 use onnxifi_rust::graph::compile_executable;
 use onnxifi_rust::ir::{Tensor, TensorData};
@@ -40,4 +41,17 @@ fn main() {
         times[0],
         times[runs / 2]
     );
+    // With ONNXIFI_RUST_PROFILE=1: time per operator type over all runs.
+    let rows = onnxifi_rust::exec::profile::report(false);
+    let total: f64 = rows.iter().map(|r| r.total.as_secs_f64()).sum();
+    for r in rows {
+        let t = r.total.as_secs_f64();
+        println!(
+            "{:24} {:6} calls {:9.3} ms/run {:5.1}%",
+            r.op,
+            r.calls,
+            t * 1e3 / runs as f64,
+            100.0 * t / total.max(1e-12)
+        );
+    }
 }

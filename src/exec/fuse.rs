@@ -1,6 +1,12 @@
-//! Graph rewrites done once per model before planning: `Constant` nodes become constant values,
-//! `BatchNormalization` after a `Conv` with constant weights is folded into the weights, and an
-//! activation after a `Conv` or `Gemm` runs inside its write-back (`FusedConv`, `FusedGemm`).
+//! Graph rewrites done once per model before planning:
+//! - `Constant` nodes become constant values;
+//! - `BatchNormalization` after a `Conv` with constant weights is folded into the weights;
+//! - the exporters' decomposed GELU, `0.5·x·(1 + Erf(x/√2))` in any of its usual spellings,
+//!   becomes one internal `Activation` node;
+//! - a `MatMul` by a constant matrix followed by the `Add` of a constant per-column bias becomes
+//!   `FusedMatMul`;
+//! - an activation after a `Conv`, `Gemm` or `MatMul` runs inside its write-back (`FusedConv`,
+//!   `FusedGemm`, `FusedMatMul`).
 
 use crate::ir::{Attr, Graph, Node, Tensor, TensorData, ValueId, ValueInfo};
 use crate::ops;
@@ -11,12 +17,181 @@ use std::sync::Arc;
 pub fn fuse(mut g: Graph) -> Graph {
     fold_constant_nodes(&mut g);
     fold_batch_norms(&mut g);
+    fuse_gelu(&mut g);
+    fuse_matmul_bias(&mut g);
     fuse_activations(&mut g);
     g
 }
 
 fn is_default(n: &Node, op: &str) -> bool {
     n.op_type == op && (n.domain.is_empty() || n.domain == "ai.onnx")
+}
+
+fn is_internal(n: &Node, op: &str) -> bool {
+    n.op_type == op && n.domain == ops::INTERNAL_DOMAIN
+}
+
+/// A `MatMul` whose second operand is a constant float32 matrix (so the product is float32).
+fn is_matmul_by_constant(g: &Graph, n: &Node) -> bool {
+    is_default(n, "MatMul")
+        && n.inputs.len() == 2
+        && n.outputs.len() == 1
+        && matches!(constant_f32(g, n.inputs[1]), Some((shape, _)) if shape.len() == 2)
+}
+
+/// The value of a one-element float32 constant.
+fn scalar_f32(g: &Graph, id: Option<ValueId>) -> Option<f32> {
+    match constant_f32(g, id) {
+        Some((shape, v)) if v.len() == 1 && shape.len() <= 1 => Some(v[0]),
+        _ => None,
+    }
+}
+
+/// For each value, the node that computes it.
+fn producers(g: &Graph) -> Vec<Option<usize>> {
+    let mut p = vec![None; g.values.len()];
+    for (i, n) in g.nodes.iter().enumerate() {
+        for id in n.outputs.iter().flatten() {
+            p[*id] = Some(i);
+        }
+    }
+    p
+}
+
+/// For a binary node `n` of type `op`, the input that is not `this`, when `this` is one of
+/// its two inputs.
+fn other_input(n: &Node, op: &str, this: ValueId) -> Option<Option<ValueId>> {
+    if !is_default(n, op) || n.inputs.len() != 2 || n.outputs.len() != 1 {
+        return None;
+    }
+    match (n.inputs[0], n.inputs[1]) {
+        (Some(a), b) if a == this => Some(b),
+        (a, Some(b)) if b == this => Some(a),
+        _ => None,
+    }
+}
+
+/// Whether `v` is within f32 rounding of `want`.
+fn near(v: f32, want: f32) -> bool {
+    (v - want).abs() <= 1e-4 * want.abs()
+}
+
+/// The nodes of a decomposed GELU ending at the `Erf` node `e`: `(x, nodes to remove, last
+/// node)`. Matched spellings, each node's output read only by the next:
+/// `d = x / √2` or `x · (1/√2)`; `e = Erf(d)`; `p = e + 1`; then either
+/// `(x · p) · 0.5` or `(x · 0.5) · p` (operands in either order).
+fn gelu_at(
+    g: &Graph,
+    prod: &[Option<usize>],
+    consumers: &[Option<usize>],
+    e: usize,
+) -> Option<(ValueId, Vec<usize>, usize)> {
+    let erf = &g.nodes[e];
+    if !is_default(erf, "Erf") || erf.inputs.len() != 1 || erf.outputs.len() != 1 {
+        return None;
+    }
+    let d_id = erf.inputs[0]?;
+    if consumers[d_id] != Some(e) {
+        return None;
+    }
+    let d = prod[d_id]?;
+    let dn = &g.nodes[d];
+    let x = dn.inputs.first().copied().flatten()?;
+    let scale_ok = match (
+        dn.op_type.as_str(),
+        scalar_f32(g, dn.inputs.get(1).copied().flatten()),
+    ) {
+        ("Div", Some(c)) => near(c, std::f32::consts::SQRT_2),
+        ("Mul", Some(c)) => near(c, std::f32::consts::FRAC_1_SQRT_2),
+        _ => false,
+    };
+    if !scale_ok || !(is_default(dn, "Div") || is_default(dn, "Mul")) || dn.inputs.len() != 2 {
+        return None;
+    }
+    let e_out = erf.outputs[0]?;
+    let p = consumers[e_out]?;
+    if scalar_f32(g, other_input(&g.nodes[p], "Add", e_out)?) != Some(1.0) {
+        return None;
+    }
+    let p_out = g.nodes[p].outputs[0]?;
+    let q = consumers[p_out]?;
+    let q_other = other_input(&g.nodes[q], "Mul", p_out)??;
+    let q_out = g.nodes[q].outputs[0]?;
+    if q_other == x {
+        // (x · p) · 0.5
+        let r = consumers[q_out]?;
+        if scalar_f32(g, other_input(&g.nodes[r], "Mul", q_out)?) != Some(0.5) {
+            return None;
+        }
+        return Some((x, vec![d, e, p, q], r));
+    }
+    // (x · 0.5) · p
+    let h = prod[q_other]?;
+    if consumers[q_other] != Some(q)
+        || other_input(&g.nodes[h], "Mul", x).map(|c| scalar_f32(g, c)) != Some(Some(0.5))
+    {
+        return None;
+    }
+    Some((x, vec![d, e, p, h], q))
+}
+
+/// Replaces each decomposed GELU by one internal `Activation` node.
+fn fuse_gelu(g: &mut Graph) {
+    let consumers = sole_consumers(g);
+    let prod = producers(g);
+    let mut removed = vec![false; g.nodes.len()];
+    for e in 0..g.nodes.len() {
+        if removed[e] {
+            continue;
+        }
+        let Some((x, gone, last)) = gelu_at(g, &prod, &consumers, e) else {
+            continue;
+        };
+        if gone.iter().chain([&last]).any(|&i| removed[i]) {
+            continue;
+        }
+        let n = &mut g.nodes[last];
+        n.op_type = "Activation".into();
+        n.domain = ops::INTERNAL_DOMAIN.into();
+        n.inputs = vec![Some(x)];
+        n.attrs = BTreeMap::from([("activation".to_string(), Attr::String(b"Gelu".to_vec()))]);
+        for i in gone {
+            removed[i] = true;
+        }
+    }
+    drop_removed(g, &removed);
+}
+
+/// Folds `MatMul(a, W) + b` (W a constant matrix, b a constant of shape `[n]`) into
+/// `FusedMatMul(a, W, b)`.
+fn fuse_matmul_bias(g: &mut Graph) {
+    let consumers = sole_consumers(g);
+    let mut removed = vec![false; g.nodes.len()];
+    for i in 0..g.nodes.len() {
+        if removed[i] || !is_matmul_by_constant(g, &g.nodes[i]) {
+            continue;
+        }
+        let n_cols = constant_f32(g, g.nodes[i].inputs[1]).map(|(s, _)| s[1]);
+        let Some(out) = g.nodes[i].outputs[0] else {
+            continue;
+        };
+        let Some(a) = consumers[out] else { continue };
+        let Some(Some(bias)) = other_input(&g.nodes[a], "Add", out) else {
+            continue;
+        };
+        if !matches!(constant_f32(g, Some(bias)), Some((shape, _)) if Some(shape.as_slice()) == n_cols.as_ref().map(std::slice::from_ref))
+        {
+            continue;
+        }
+        let new_out = g.nodes[a].outputs[0];
+        let n = &mut g.nodes[i];
+        n.op_type = "FusedMatMul".into();
+        n.domain = ops::INTERNAL_DOMAIN.into();
+        n.inputs.push(Some(bias));
+        n.outputs[0] = new_out;
+        removed[a] = true;
+    }
+    drop_removed(g, &removed);
 }
 
 /// For each value, the index of the node that reads it, when exactly one node reads it once
@@ -214,12 +389,21 @@ fn batch_norm_after(g: &Graph, consumers: &[Option<usize>], i: usize) -> Option<
 
 /// The activation a node applies, as the `activation` attribute of `FusedConv`.
 fn activation_of(g: &Graph, n: &Node) -> Option<(String, Vec<f32>)> {
-    if !(n.domain.is_empty() || n.domain == "ai.onnx") || n.outputs.len() != 1 {
+    let internal = n.domain == ops::INTERNAL_DOMAIN;
+    if !(n.domain.is_empty() || n.domain == "ai.onnx" || internal) || n.outputs.len() != 1 {
         return None;
     }
     match n.op_type.as_str() {
-        "Relu" | "Sigmoid" | "Tanh" if n.inputs.len() == 1 => Some((n.op_type.clone(), vec![])),
-        "Clip" => {
+        "Relu" | "Sigmoid" | "Tanh" if n.inputs.len() == 1 && !internal => {
+            Some((n.op_type.clone(), vec![]))
+        }
+        "Activation" if internal => match n.attrs.get("activation") {
+            Some(Attr::String(kind)) if !n.attrs.contains_key("activation_params") => {
+                Some((String::from_utf8_lossy(kind).into_owned(), vec![]))
+            }
+            _ => None,
+        },
+        "Clip" if !internal => {
             let bound = |k: usize, attr: &str, default: f32| -> Option<f32> {
                 if g.opset < 11 {
                     return Some(match n.attrs.get(attr) {
@@ -259,6 +443,8 @@ fn fuse_activations(g: &mut Graph) {
             "FusedConv"
         } else if is_default(conv, "Gemm") {
             "FusedGemm"
+        } else if is_matmul_by_constant(g, conv) || is_internal(conv, "FusedMatMul") {
+            "FusedMatMul"
         } else {
             ""
         };
@@ -285,4 +471,99 @@ fn fuse_activations(g: &mut Graph) {
         }
     }
     drop_removed(g, &removed);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::import::import;
+    use crate::kernels::reference::erf_f64;
+
+    /// The graph of a model in the ONNX text syntax, after [`fuse`].
+    fn fused(text: &str) -> Graph {
+        let proto = crate::text::parse_model(text).expect("model parses");
+        fuse(import(&proto, Vec::new()).expect("model imports"))
+    }
+
+    fn ops(g: &Graph) -> Vec<&str> {
+        g.nodes.iter().map(|n| n.op_type.as_str()).collect()
+    }
+
+    const HEADER: &str = "<ir_version: 8, opset_import: [\"\" : 17]>";
+
+    #[test]
+    fn every_gelu_spelling_becomes_one_node() {
+        let bodies = [
+            // (x · (1 + erf(x/√2))) · 0.5
+            "d = Div(x, s)\n e = Erf(d)\n p = Add(e, one)\n q = Mul(x, p)\n y = Mul(q, half)",
+            // 0.5 · ((1 + erf(x·(1/√2))) · x)
+            "d = Mul(x, r)\n e = Erf(d)\n p = Add(one, e)\n q = Mul(p, x)\n y = Mul(half, q)",
+            // (x · 0.5) · (erf(x/√2) + 1)
+            "h = Mul(x, half)\n d = Div(x, s)\n e = Erf(d)\n p = Add(e, one)\n y = Mul(h, p)",
+        ];
+        for body in bodies {
+            let text = format!(
+                "{HEADER} g (float[4] x) => (float[4] y)
+                 <float s = {{1.4142135}}, float r = {{0.70710677}}, float one = {{1.0}},
+                  float half = {{0.5}}> {{ {body} }}"
+            );
+            let g = fused(&text);
+            assert_eq!(ops(&g), ["Activation"], "{body}");
+            assert!(
+                matches!(g.nodes[0].attrs.get("activation"), Some(Attr::String(s)) if s == b"Gelu")
+            );
+        }
+        // A wrong constant is not a GELU.
+        let text = format!(
+            "{HEADER} g (float[4] x) => (float[4] y) <float s = {{2.0}}, float one = {{1.0}},
+             float half = {{0.5}}> {{ d = Div(x, s)\n e = Erf(d)\n p = Add(e, one)\n
+             q = Mul(x, p)\n y = Mul(q, half) }}"
+        );
+        assert_eq!(ops(&fused(&text)), ["Div", "Erf", "Add", "Mul", "Mul"]);
+        // An intermediate that is also a graph output must stay computed.
+        let text = format!(
+            "{HEADER} g (float[4] x) => (float[4] y, float[4] e) <float s = {{1.4142135}},
+             float one = {{1.0}}, float half = {{0.5}}> {{ d = Div(x, s)\n e = Erf(d)\n
+             p = Add(e, one)\n q = Mul(x, p)\n y = Mul(q, half) }}"
+        );
+        assert_eq!(ops(&fused(&text)), ["Div", "Erf", "Add", "Mul", "Mul"]);
+    }
+
+    #[test]
+    fn matmul_bias_and_gelu_fuse_and_compute_the_same() {
+        let text = format!(
+            "{HEADER} g (float[2, 3] x) => (float[2, 2] y)
+             <float[3, 2] w = {{1.0, -2.0, 0.5, 1.0, -1.0, 0.25}}, float[2] b = {{0.5, -1.0}},
+              float s = {{1.4142135}}, float one = {{1.0}}, float half = {{0.5}}>
+             {{ m = MatMul(x, w)\n a = Add(m, b)\n d = Div(a, s)\n e = Erf(d)\n
+                p = Add(e, one)\n q = Mul(a, p)\n y = Mul(q, half) }}"
+        );
+        let g = fused(&text);
+        assert_eq!(ops(&g), ["FusedMatMul"]);
+        // Through the engine: y = gelu(x·w + b), checked against values computed here.
+        let proto = crate::text::parse_model(&text).expect("parses");
+        let bytes = prost::Message::encode_to_vec(&proto);
+        let exe = crate::graph::compile_executable(&bytes, Vec::new()).expect("compiles");
+        let x = [0.5f32, -1.0, 2.0, 1.5, 0.25, -0.75];
+        let w = [1.0f64, -2.0, 0.5, 1.0, -1.0, 0.25];
+        let b = [0.5f64, -1.0];
+        let input = crate::ir::Tensor::new(vec![2, 3], crate::ir::TensorData::F32(x.to_vec()))
+            .expect("tensor");
+        let out = exe.run(vec![input]).expect("runs");
+        let got = out[0].as_f32().expect("f32");
+        for i in 0..2 {
+            for j in 0..2 {
+                let a: f64 = (0..3)
+                    .map(|k| x[i * 3 + k] as f64 * w[k * 2 + j])
+                    .sum::<f64>()
+                    + b[j];
+                let want = 0.5 * a * (1.0 + erf_f64(a / std::f64::consts::SQRT_2));
+                assert!(
+                    (got[i * 2 + j] as f64 - want).abs() < 1e-6,
+                    "{i},{j}: {} vs {want}",
+                    got[i * 2 + j]
+                );
+            }
+        }
+    }
 }

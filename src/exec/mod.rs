@@ -4,6 +4,7 @@
 
 mod fuse;
 mod plan;
+pub mod profile;
 mod run;
 mod weights;
 

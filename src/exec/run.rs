@@ -118,7 +118,13 @@ pub fn run(
                     data: pool.take(dtype, len)?,
                 });
             }
-            kernel.run(&ins, &mut outs)?;
+            if super::profile::enabled() {
+                let start = std::time::Instant::now();
+                kernel.run(&ins, &mut outs)?;
+                super::profile::record(&env.graph.nodes[step.node].op_type, start.elapsed());
+            } else {
+                kernel.run(&ins, &mut outs)?;
+            }
         }
         for (id, t) in step.outputs.iter().flatten().zip(outs) {
             values[*id] = Some(Value::Tensor(t));

@@ -82,7 +82,38 @@ pub fn activation_ref(act: Activation, x: f32) -> f32 {
         }
         Activation::Sigmoid => (1.0 / (1.0 + (-(x as f64)).exp())) as f32,
         Activation::Tanh => (x as f64).tanh() as f32,
+        Activation::Erf => erf_f64(x as f64) as f32,
+        Activation::Gelu => {
+            let x = x as f64;
+            (0.5 * x * (1.0 + erf_f64(x * std::f64::consts::FRAC_1_SQRT_2))) as f32
+        }
     }
+}
+
+/// The error function in double precision, by the series
+/// `erf(x) = 2/√π · e^(-x²) · Σ 2ⁿ x^(2n+1) / (1·3·…·(2n+1))`, whose terms are all of one sign
+/// (no cancellation). Beyond |x| = 6 the result is ±1 to well under f64 display precision
+/// for f32 purposes. Slow; the oracle for [`crate::kernels::activation::erf_approx`].
+pub fn erf_f64(x: f64) -> f64 {
+    if x.is_nan() {
+        return x;
+    }
+    let a = x.abs();
+    if a >= 6.0 {
+        return x.signum();
+    }
+    let two_x2 = 2.0 * a * a;
+    let mut term = a;
+    let mut sum = a;
+    let mut n = 0.0;
+    while term > sum * 1e-17 {
+        n += 1.0;
+        term *= two_x2 / (2.0 * n + 1.0);
+        sum += term;
+    }
+    (2.0 / std::f64::consts::PI.sqrt() * (-a * a).exp() * sum)
+        .min(1.0)
+        .copysign(x)
 }
 
 /// Direct NCHW convolution; `weights` is `[out_c, in_c/groups, kh, kw]`.

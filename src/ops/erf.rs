@@ -1,7 +1,10 @@
 //! `Erf`: the element-wise error function.
 
-use super::{pointwise, BuildCtx, Built, OpDef};
+use super::{pointwise, unary, BuildCtx, Built, OpDef};
 use crate::error::Result;
+use crate::ir::DataType;
+use crate::kernels::activation::Activation;
+use crate::kernels::reference::erf_f64;
 
 /// The `Erf` operator.
 pub static DEF: OpDef = OpDef {
@@ -15,32 +18,16 @@ pub static DEF: OpDef = OpDef {
 };
 
 fn build(ctx: &BuildCtx) -> Result<Built> {
+    if ctx.input(0)?.dtype == DataType::F32 {
+        return unary::build(ctx, Activation::Erf);
+    }
     pointwise::build(ctx, |x, _| erf(x), [0.0; 2])
 }
 
-/// The error function, evaluated in double precision with the series
-/// `erf(x) = 2/√π · e^(-x²) · Σ 2ⁿ x^(2n+1) / (1·3·…·(2n+1))`, whose terms are all of one sign
-/// (no cancellation). Beyond |x| = 6 the result is ±1 to well under f32 precision.
+/// The error function in double precision, rounded to f32 (the path of the other float types;
+/// float32 tensors use the vectorised [`crate::kernels::activation::erf_approx`]).
 pub fn erf(x: f32) -> f32 {
-    if x.is_nan() {
-        return x;
-    }
-    let x = f64::from(x);
-    let a = x.abs();
-    if a >= 6.0 {
-        return x.signum() as f32;
-    }
-    let two_x2 = 2.0 * a * a;
-    let mut term = a;
-    let mut sum = a;
-    let mut n = 0.0;
-    while term > sum * 1e-17 {
-        n += 1.0;
-        term *= two_x2 / (2.0 * n + 1.0);
-        sum += term;
-    }
-    let r = (2.0 / std::f64::consts::PI.sqrt() * (-a * a).exp() * sum).min(1.0);
-    (r.copysign(x)) as f32
+    erf_f64(f64::from(x)) as f32
 }
 
 #[cfg(test)]

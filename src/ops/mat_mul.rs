@@ -2,10 +2,11 @@
 
 use super::gemm::mat;
 use super::util::{broadcast, f32_of, f32_out};
-use super::{BuildCtx, Built, Kernel, OpDef, NUMERIC};
+use super::{BuildCtx, Built, Kernel, OpDef, FLOAT, NUMERIC};
 use crate::error::{Error, Result, Status};
 use crate::ir::{DataType, Elem, Tensor};
-use crate::kernels::gemm::{sgemm, sgemm_packed, Epilogue, PackedB};
+use crate::kernels::activation::Activation;
+use crate::kernels::gemm::{sgemm_ep, sgemm_packed, Bias, Epilogue, PackedB};
 use crate::kernels::scalar::Scalar;
 
 /// The `MatMul` operator.
@@ -19,6 +20,18 @@ pub static DEF: OpDef = OpDef {
     build,
 };
 
+/// `FusedMatMul` (internal): a float `MatMul` whose following bias `Add` (a constant with one
+/// value per column, the optional third input) and activation run in its write-back.
+pub static FUSED_DEF: OpDef = OpDef {
+    op_type: "FusedMatMul",
+    domain: super::INTERNAL_DOMAIN,
+    min_opset: 1,
+    newest: 1,
+    attributes: &["activation", "activation_params"],
+    types: FLOAT,
+    build: build_fused,
+};
+
 struct MatMulKernel {
     m: usize,
     n: usize,
@@ -27,6 +40,10 @@ struct MatMulKernel {
     batches: Vec<(usize, usize)>,
     /// B prepacked, when it is a constant shared by every batch.
     packed_b: Option<std::sync::Arc<PackedB>>,
+    /// One value per column added before the activation (`FusedMatMul`).
+    bias: Option<Vec<f32>>,
+    /// Applied last (`FusedMatMul`).
+    activation: Activation,
 }
 
 impl MatMulKernel {
@@ -70,18 +87,23 @@ impl Kernel for MatMulKernel {
         let b = f32_of(inputs, 1)?;
         let y = f32_out(&mut outputs[0])?;
         let (m, n, k) = (self.m, self.n, self.k);
+        let ep = Epilogue {
+            bias: self.bias.as_deref().map_or(Bias::None, Bias::PerCol),
+            activation: self.activation,
+        };
         if let Some(pb) = &self.packed_b {
-            sgemm_packed(1.0, mat(a, m, k, false), pb, 0.0, y, n, &Epilogue::NONE);
+            sgemm_packed(1.0, mat(a, m, k, false), pb, 0.0, y, n, &ep);
             return Ok(());
         }
         for (i, &(ia, ib)) in self.batches.iter().enumerate() {
-            sgemm(
+            sgemm_ep(
                 1.0,
                 mat(&a[ia * m * k..(ia + 1) * m * k], m, k, false),
                 mat(&b[ib * k * n..(ib + 1) * k * n], k, n, false),
                 0.0,
                 &mut y[i * m * n..(i + 1) * m * n],
                 n,
+                &ep,
             );
         }
         Ok(())
@@ -90,6 +112,41 @@ impl Kernel for MatMulKernel {
 
 fn build(ctx: &BuildCtx) -> Result<Built> {
     ctx.arity(2, 2, 1, 1)?;
+    let (kernel, out) = plan(ctx)?;
+    Ok(Built {
+        outputs: vec![(ctx.input(0)?.dtype, out)],
+        kernel: Box::new(kernel),
+    })
+}
+
+fn build_fused(ctx: &BuildCtx) -> Result<Built> {
+    ctx.arity(2, 3, 1, 1)?;
+    ctx.float_input(0)?;
+    let (mut kernel, out) = plan(ctx)?;
+    kernel.activation = super::fused_activation(ctx)?;
+    if ctx.opt_input(2).is_some() {
+        let bias = ctx.float_input(2)?;
+        match bias.constant {
+            Some(t) if bias.shape == [kernel.n] => kernel.bias = Some(t.as_f32()?.to_vec()),
+            _ => {
+                return Err(ctx.err(
+                    Status::InvalidModel,
+                    format!(
+                        "the fused bias must be a constant of shape [{}], not {:?}",
+                        kernel.n, bias.shape
+                    ),
+                ))
+            }
+        }
+    }
+    Ok(Built {
+        outputs: vec![(DataType::F32, out)],
+        kernel: Box::new(kernel),
+    })
+}
+
+/// The kernel of a `MatMul` of the two first inputs, and its output shape.
+fn plan(ctx: &BuildCtx) -> Result<(MatMulKernel, Vec<usize>)> {
     let a = ctx.input(0)?;
     let b = ctx.input(1)?;
     if a.dtype != b.dtype || !(a.dtype.is_float() || a.dtype.is_integer()) {
@@ -192,14 +249,16 @@ fn build(ctx: &BuildCtx) -> Result<Built> {
     if b.shape.len() > 1 {
         out.push(n);
     }
-    Ok(Built {
-        outputs: vec![(a.dtype, out)],
-        kernel: Box::new(MatMulKernel {
+    Ok((
+        MatMulKernel {
             m: m_run,
             n,
             k,
             batches,
             packed_b,
-        }),
-    })
+            bias: None,
+            activation: Activation::None,
+        },
+        out,
+    ))
 }

@@ -154,6 +154,9 @@ pub static GELU: OpDef = OpDef {
 
 fn build_gelu(ctx: &BuildCtx) -> Result<Built> {
     match ctx.attr_string("approximate", "none")?.as_str() {
+        "none" if ctx.input(0)?.dtype == crate::ir::DataType::F32 => {
+            super::unary::build(ctx, crate::kernels::activation::Activation::Gelu)
+        }
         "none" => pointwise::build(
             ctx,
             |x, _| 0.5 * x * (1.0 + super::erf::erf(x * std::f32::consts::FRAC_1_SQRT_2)),

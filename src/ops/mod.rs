@@ -255,6 +255,7 @@ pub static REGISTRY: &[&OpDef] = &[
     &abs::DEF,
     &math_unary::ACOS,
     &math_unary::ACOSH,
+    &unary::FUSED_DEF,
     &add::DEF,
     &logical::AND,
     &arg_max::MAX_DEF,
@@ -297,6 +298,7 @@ pub static REGISTRY: &[&OpDef] = &[
     &floor::DEF,
     &conv::FUSED_DEF,
     &gemm::FUSED_DEF,
+    &mat_mul::FUSED_DEF,
     &gru::DEF,
     &gather::DEF,
     &gather_elements::DEF,
@@ -411,9 +413,11 @@ pub fn fused_activation(ctx: &BuildCtx) -> Result<crate::kernels::activation::Ac
     let kind = ctx.attr_string("activation", "")?;
     let params = ctx.attr_floats("activation_params")?.unwrap_or(&[]);
     Ok(match (kind.as_str(), params) {
+        ("", []) => Activation::None,
         ("Relu", []) => Activation::Relu,
         ("Sigmoid", []) => Activation::Sigmoid,
         ("Tanh", []) => Activation::Tanh,
+        ("Gelu", []) => Activation::Gelu,
         ("Clip", [min, max]) => Activation::Clip {
             min: *min,
             max: *max,
