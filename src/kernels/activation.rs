@@ -178,7 +178,7 @@ pub fn erf_approx(x: f32) -> f32 {
     let p = p * u - 2.672_086_7e-2;
     let p = p * u + 0.112_805_78;
     let p = p * u - 0.376_123_9;
-    let p = p * u + 1.128_379_1;
+    let p = p * u + std::f32::consts::FRAC_2_SQRT_PI;
     let small = a * p;
     let t = (a.min(4.0) - 2.5) * (1.0 / 1.5);
     let q = -1.129_985_6e-3_f32;
@@ -187,13 +187,13 @@ pub fn erf_approx(x: f32) -> f32 {
     let q = q * t - 1.079_767_9e-2;
     let q = q * t + 7.483_717_5e-3;
     let q = q * t + 9.810_808e-3;
-    let q = q * t - 3.216_436_9e-2;
+    let q = q * t - 3.216_437e-2;
     let q = q * t + 4.632_206_3e-2;
     let q = q * t - 4.360_218_7e-2;
     let q = q * t + 2.819_584_7e-2;
     let q = q * t - 1.225_590_9e-2;
     let q = q * t + 3.266_969e-3;
-    let q = q * t + 0.999_593_08;
+    let q = q * t + 0.999_593_1;
     let big = if a >= 4.0 { 1.0 } else { q.min(1.0) };
     let r = if a < 1.0 { small } else { big };
     if x.is_nan() {
