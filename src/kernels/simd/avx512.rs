@@ -72,3 +72,152 @@ pub(super) unsafe fn kernel<const M: usize>(
         }
     }
 }
+
+/// Lanes `i < 16` whose index `start + i` lies in `0..len`.
+#[inline(always)]
+fn lane_mask(start: isize, len: usize) -> __mmask16 {
+    let lo = (-start).clamp(0, 16) as u32;
+    let hi = (len as isize - start).clamp(0, 16) as u32;
+    if hi <= lo {
+        return 0;
+    }
+    let upto = if hi == 16 { 0xFFFF } else { (1u32 << hi) - 1 };
+    (upto & !((1u32 << lo) - 1)) as __mmask16
+}
+
+/// Geometry of one depthwise plane for [`depthwise_plane`].
+#[derive(Clone, Copy)]
+pub(super) struct DwPlane {
+    /// Input rows and columns.
+    pub in_h: usize,
+    /// Input columns.
+    pub in_w: usize,
+    /// Output rows.
+    pub oh: usize,
+    /// Output columns.
+    pub ow: usize,
+    /// Kernel rows.
+    pub kh: usize,
+    /// Kernel columns (≤ [`DW_MAX_KW`]).
+    pub kw: usize,
+    /// Vertical stride.
+    pub stride_h: usize,
+    /// Vertical dilation.
+    pub dilation_h: usize,
+    /// Zero rows above.
+    pub pad_top: usize,
+    /// Zero columns on the left.
+    pub pad_left: usize,
+}
+
+/// Widest kernel [`depthwise_plane`] handles.
+pub(super) const DW_MAX_KW: usize = 8;
+
+/// One plane of a depthwise convolution with horizontal stride `S` (1 or 2) and dilation 1:
+/// `out[oy][ox] = bias + Σ_ky Σ_kx w[ky][kx] · x[oy·sh + ky·dh − pad_top][ox·S + kx − pad_left]`,
+/// positions outside the input reading as zero (padding is never materialised).
+///
+/// Columns are walked in groups of up to four 16-wide blocks; the load masks of a group are
+/// computed once for all its rows. Each block has two accumulators (even and odd kernel rows),
+/// so that independent FMA chains hide the FMA latency.
+///
+/// # Safety
+/// - The CPU supports AVX-512F.
+/// - `x` is valid for reads of `in_h·in_w` floats, `w` of `kh·kw`, `out` for writes of `oh·ow`
+///   and does not overlap `x`; `kw ≤ DW_MAX_KW`.
+#[target_feature(enable = "avx512f")]
+pub(super) unsafe fn depthwise_plane<const S: usize>(
+    g: &DwPlane,
+    x: *const f32,
+    w: *const f32,
+    bias: f32,
+    out: *mut f32,
+) {
+    let mut ox0 = 0;
+    while ox0 < g.ow {
+        let blocks = (g.ow - ox0).div_ceil(16);
+        // SAFETY: forwarded contract; the blocks written lie in columns `ox0..ow`.
+        unsafe {
+            match blocks {
+                1 => depthwise_blocks::<S, 1>(g, x, w, bias, out, ox0),
+                2 => depthwise_blocks::<S, 2>(g, x, w, bias, out, ox0),
+                3 => depthwise_blocks::<S, 3>(g, x, w, bias, out, ox0),
+                _ => depthwise_blocks::<S, 4>(g, x, w, bias, out, ox0),
+            }
+        }
+        ox0 += 16 * blocks.min(4);
+    }
+}
+
+/// Columns `ox0 .. ox0 + 16·NB` of every row of [`depthwise_plane`].
+///
+/// # Safety
+/// As [`depthwise_plane`], with `ox0 < ow`.
+#[target_feature(enable = "avx512f")]
+#[inline]
+unsafe fn depthwise_blocks<const S: usize, const NB: usize>(
+    g: &DwPlane,
+    x: *const f32,
+    w: *const f32,
+    bias: f32,
+    out: *mut f32,
+    ox0: usize,
+) {
+    // Per kernel column and block: where its 16 (strided) inputs start, and their load masks
+    // (two 16-lane halves when S = 2).
+    let mut start = [[0isize; NB]; DW_MAX_KW];
+    let mut masks = [[(0 as __mmask16, 0 as __mmask16); NB]; DW_MAX_KW];
+    for kx in 0..g.kw {
+        for b in 0..NB {
+            let s0 = ((ox0 + 16 * b) * S + kx) as isize - g.pad_left as isize;
+            start[kx][b] = s0;
+            masks[kx][b] = (lane_mask(s0, g.in_w), lane_mask(s0 + 16, g.in_w));
+        }
+    }
+    let even_idx = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    for oy in 0..g.oh {
+        let mut even = [_mm512_set1_ps(bias); NB];
+        let mut odd = [_mm512_setzero_ps(); NB];
+        for ky in 0..g.kh {
+            let iy = (oy * g.stride_h + ky * g.dilation_h) as isize - g.pad_top as isize;
+            if iy < 0 || iy >= g.in_h as isize {
+                continue;
+            }
+            // Rows outside the image were skipped, so `row` is the start of an input row.
+            let row = x.wrapping_add(iy as usize * g.in_w);
+            let acc = if ky % 2 == 0 { &mut even } else { &mut odd };
+            for kx in 0..g.kw {
+                // SAFETY: `w` holds `kh·kw` floats (contract). Loads are masked to the columns
+                // `0..in_w` of row `iy < in_h` (masked-off lanes are not accessed), so they stay
+                // inside `x`; `wrapping_offset` keeps the address arithmetic defined.
+                unsafe {
+                    let wv = _mm512_set1_ps(*w.add(ky * g.kw + kx));
+                    for b in 0..NB {
+                        let (m0, m1) = masks[kx][b];
+                        let p = row.wrapping_offset(start[kx][b]);
+                        let lo = _mm512_maskz_loadu_ps(m0, p);
+                        let v = if S == 1 {
+                            lo
+                        } else {
+                            let hi = _mm512_maskz_loadu_ps(m1, p.wrapping_add(16));
+                            _mm512_permutex2var_ps(lo, even_idx, hi)
+                        };
+                        acc[b] = _mm512_fmadd_ps(wv, v, acc[b]);
+                    }
+                }
+            }
+        }
+        for b in 0..NB {
+            let o = ox0 + 16 * b;
+            if o >= g.ow {
+                break;
+            }
+            let n = (g.ow - o).min(16);
+            let mask = if n == 16 { 0xFFFF } else { (1u16 << n) - 1 };
+            // SAFETY: lanes `0..n` are `out[oy·ow + o ..][..n]`, inside the `oh·ow` floats.
+            unsafe {
+                _mm512_mask_storeu_ps(out.add(oy * g.ow + o), mask, _mm512_add_ps(even[b], odd[b]))
+            };
+        }
+    }
+}

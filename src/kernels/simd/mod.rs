@@ -111,6 +111,86 @@ pub(crate) fn micro_tile(
     }
 }
 
+/// Geometry of one depthwise-convolution plane for [`depthwise_plane`].
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct DepthwisePlane {
+    /// Input height and width.
+    pub in_hw: (usize, usize),
+    /// Output height and width.
+    pub out_hw: (usize, usize),
+    /// Kernel height and width.
+    pub kernel: (usize, usize),
+    /// Strides (vertical, horizontal).
+    pub stride: (usize, usize),
+    /// Vertical dilation (the horizontal one must be 1).
+    pub dilation_h: usize,
+    /// Zero rows above and columns on the left.
+    pub pad: (usize, usize),
+}
+
+/// One plane of a depthwise convolution with horizontal dilation 1 and horizontal stride 1 or
+/// 2: `out[oy][ox] = bias + Σ w[ky][kx] · x[oy·sh + ky·dh − pt][ox·sw + kx − pl]`, positions
+/// outside the input reading as zero.
+///
+/// Returns `false`, computing nothing, when `isa` has no such kernel (only AVX-512 has) or the
+/// geometry is outside what it handles; the caller then uses its portable loop.
+pub(crate) fn depthwise_plane(
+    isa: Isa,
+    g: &DepthwisePlane,
+    x: &[f32],
+    w: &[f32],
+    bias: f32,
+    out: &mut [f32],
+) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let (kh, kw) = g.kernel;
+        let fits = g
+            .in_hw
+            .0
+            .checked_mul(g.in_hw.1)
+            .is_some_and(|n| x.len() >= n)
+            && kh.checked_mul(kw).is_some_and(|n| w.len() >= n)
+            && g.out_hw
+                .0
+                .checked_mul(g.out_hw.1)
+                .is_some_and(|n| out.len() >= n);
+        if isa == Isa::Avx512
+            && cpu::supported(isa)
+            && (g.stride.1 == 1 || g.stride.1 == 2)
+            && (1..=avx512::DW_MAX_KW).contains(&kw)
+            && fits
+        {
+            let plane = avx512::DwPlane {
+                in_h: g.in_hw.0,
+                in_w: g.in_hw.1,
+                oh: g.out_hw.0,
+                ow: g.out_hw.1,
+                kh,
+                kw,
+                stride_h: g.stride.0,
+                dilation_h: g.dilation_h,
+                pad_top: g.pad.0,
+                pad_left: g.pad.1,
+            };
+            let (xp, wp, op) = (x.as_ptr(), w.as_ptr(), out.as_mut_ptr());
+            // SAFETY: the CPU supports AVX-512F (checked); `x`, `w` and `out` hold at least
+            // in_h·in_w, kh·kw and oh·ow floats (checked, without overflow); `out` is a `&mut`
+            // slice, so it does not overlap `x`; kw ≤ DW_MAX_KW (checked).
+            unsafe {
+                if g.stride.1 == 1 {
+                    avx512::depthwise_plane::<1>(&plane, xp, wp, bias, op);
+                } else {
+                    avx512::depthwise_plane::<2>(&plane, xp, wp, bias, op);
+                }
+            }
+            return true;
+        }
+    }
+    let _ = (isa, g, x, w, bias, out);
+    false
+}
+
 /// Runs `f` compiled with the instruction set `isa` enabled, so that plain Rust loops inside it
 /// (and `#[inline(always)]` helpers they call) are auto-vectorised for that ISA.
 ///
