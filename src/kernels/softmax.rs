@@ -71,34 +71,49 @@ fn run(
     }
 }
 
-/// Maximum with 8 independent lanes (vectorisable); NaN propagates.
+/// Lanes of the independent accumulators (one AVX-512 register).
+const LANES: usize = 16;
+
+/// Maximum with independent lanes (vectorisable). NaN is skipped here; a row holding NaN still
+/// comes out all NaN, since its exponentials and their sum are NaN.
 #[inline(always)]
 fn max_of(x: &[f32]) -> f32 {
-    let mut acc = [f32::NEG_INFINITY; 8];
-    let chunks = x.chunks_exact(8);
+    let mut acc = [f32::NEG_INFINITY; LANES];
+    let chunks = x.chunks_exact(LANES);
     let rest = chunks.remainder();
     for c in chunks {
         for (a, &v) in acc.iter_mut().zip(c) {
-            *a = if v > *a || v.is_nan() { v } else { *a };
+            *a = if v > *a { v } else { *a };
         }
     }
-    acc.iter().chain(rest).fold(
-        f32::NEG_INFINITY,
-        |m, &v| if v > m || v.is_nan() { v } else { m },
-    )
+    acc.iter()
+        .chain(rest)
+        .fold(f32::NEG_INFINITY, |m, &v| if v > m { v } else { m })
 }
 
 /// One contiguous row.
 #[inline(always)]
 fn row(x: &[f32], out: &mut [f32], log: bool) {
     let m = max_of(x);
-    let mut acc = [0.0f32; 8];
-    for (oc, xc) in out.chunks_mut(8).zip(x.chunks(8)) {
-        for ((o, &v), a) in oc.iter_mut().zip(xc).zip(acc.iter_mut()) {
+    let mut acc = [0.0f32; LANES];
+    let mut oc = out.chunks_exact_mut(LANES);
+    let mut xc = x.chunks_exact(LANES);
+    for (o, xs) in (&mut oc).zip(&mut xc) {
+        for ((o, &v), a) in o.iter_mut().zip(xs).zip(acc.iter_mut()) {
             let e = exp_approx(v - m);
             *o = e;
             *a += e;
         }
+    }
+    for ((o, &v), a) in oc
+        .into_remainder()
+        .iter_mut()
+        .zip(xc.remainder())
+        .zip(acc.iter_mut())
+    {
+        let e = exp_approx(v - m);
+        *o = e;
+        *a += e;
     }
     let s: f32 = acc.iter().sum();
     if log {
