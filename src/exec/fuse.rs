@@ -39,6 +39,24 @@ fn is_matmul_by_constant(g: &Graph, n: &Node) -> bool {
         && matches!(constant_f32(g, n.inputs[1]), Some((shape, _)) if shape.len() == 2)
 }
 
+/// Whether the values `inner` (computed by nodes a rewrite absorbs) can disappear into `outer`
+/// (the rewritten node's output, of the same shape) without losing a declared type the plan
+/// would check: yes when they declare nothing, or the same as `outer`; when only they declare
+/// one, it moves to `outer`, so that the plan still checks it.
+fn absorb_declared(g: &mut Graph, inner: &[ValueId], outer: ValueId) -> bool {
+    let mut decl = g.values[outer].declared.clone();
+    for &v in inner {
+        match (&g.values[v].declared, &decl) {
+            (None, _) => {}
+            (Some(d), None) => decl = Some(d.clone()),
+            (Some(d), Some(o)) if d == o => {}
+            _ => return false,
+        }
+    }
+    g.values[outer].declared = decl;
+    true
+}
+
 /// The value of a one-element float32 constant.
 fn scalar_f32(g: &Graph, id: Option<ValueId>) -> Option<f32> {
     match constant_f32(g, id) {
@@ -150,6 +168,12 @@ fn fuse_gelu(g: &mut Graph) {
         if gone.iter().chain([&last]).any(|&i| removed[i]) {
             continue;
         }
+        let inner: Vec<ValueId> = gone.iter().filter_map(|&i| g.nodes[i].outputs[0]).collect();
+        let last_out = g.nodes[last].outputs[0];
+        match last_out {
+            Some(out) if absorb_declared(g, &inner, out) => {}
+            _ => continue,
+        }
         let n = &mut g.nodes[last];
         n.op_type = "Activation".into();
         n.domain = ops::INTERNAL_DOMAIN.into();
@@ -184,6 +208,10 @@ fn fuse_matmul_bias(g: &mut Graph) {
             continue;
         }
         let new_out = g.nodes[a].outputs[0];
+        match new_out {
+            Some(o) if absorb_declared(g, &[out], o) => {}
+            _ => continue,
+        }
         let n = &mut g.nodes[i];
         n.op_type = "FusedMatMul".into();
         n.domain = ops::INTERNAL_DOMAIN.into();
@@ -455,6 +483,10 @@ fn fuse_activations(g: &mut Graph) {
                     if act_node.inputs.first() == Some(&Some(out)) {
                         if let Some((kind, params)) = activation_of(g, act_node) {
                             let new_out = act_node.outputs[0];
+                            match new_out {
+                                Some(o) if absorb_declared(g, &[out], o) => {}
+                                _ => continue,
+                            }
                             let conv = &mut g.nodes[i];
                             let mut attrs: BTreeMap<String, Attr> = conv.attrs.clone();
                             attrs.insert("activation".into(), Attr::String(kind.into_bytes()));
