@@ -3,8 +3,9 @@
 //! Paths chosen once in [`Conv2d::new`]:
 //! - **pointwise** (1×1, stride 1, no padding): the input plane block is already the B matrix,
 //!   `out[g] = W[g] · X[g]`, one GEMM per image and group with prepacked weights;
-//! - **depthwise** (`groups == in_c == out_c`): a direct loop per channel plane, vectorised
-//!   along output rows;
+//! - **depthwise** (`groups == in_c == out_c`): one plane per channel, in parallel, by the loops
+//!   of the `depthwise` module (an AVX-512 plane kernel, or loops vectorised along output
+//!   rows);
 //! - **general**: implicit im2col: a GEMM with the prepacked weights as A
 //!   (`out[oc, pixels] = W[oc, k] · cols[k, pixels]`) whose B panels are gathered straight from
 //!   the input while packing, so the column matrix is never materialised (memory stays bounded
@@ -19,8 +20,7 @@ use rayon::prelude::*;
 use super::activation::Activation;
 use super::cpu::{self, Isa};
 use super::gemm::{self, Bias, Epilogue, MatRef, PackedA, PanelSource};
-use super::simd;
-use super::KernelError;
+use super::{depthwise, KernelError};
 use std::sync::Arc;
 
 /// Widest GEMM register tile (`nr`) of any ISA: the most pixels one packed panel holds.
@@ -420,26 +420,7 @@ impl Conv2d {
             let x = &input[idx * in_plane..(idx + 1) * in_plane];
             let wc = &w[c * khw..(c + 1) * khw];
             let b = self.bias.as_ref().map_or(0.0, |v| v[c]);
-            let empty_input = p.in_h == 0 || p.in_w == 0;
-            if !empty_input && depthwise_plane_simd(isa, p, x, wc, b, out) {
-                act.apply_isa(isa, out);
-                return;
-            }
-            match (if empty_input { 0 } else { p.stride_w }, ow > 8) {
-                (1, true) => {
-                    simd::vectorize(isa, || depthwise_plane_fast::<1, 16>(p, x, wc, b, out))
-                }
-                (1, false) => {
-                    simd::vectorize(isa, || depthwise_plane_fast::<1, 8>(p, x, wc, b, out))
-                }
-                (2, true) => {
-                    simd::vectorize(isa, || depthwise_plane_fast::<2, 16>(p, x, wc, b, out))
-                }
-                (2, false) => {
-                    simd::vectorize(isa, || depthwise_plane_fast::<2, 8>(p, x, wc, b, out))
-                }
-                _ => simd::vectorize(isa, || depthwise_plane(p, x, wc, b, out)),
-            }
+            depthwise::plane(isa, p, x, wc, b, out);
             act.apply_isa(isa, out);
         };
         let par = rayon::current_num_threads() > 1 && output.len() * khw >= 1 << 16;
@@ -496,7 +477,13 @@ fn pad_planes(p: &Conv2dParams, pp: &Conv2dParams, x: &[f32], planes: usize) -> 
 
 /// Output columns `ox` whose input column `ox*s + k*d - pad` lies in `0..len`: the range `lo..hi`.
 #[inline(always)]
-fn valid_range(out_len: usize, len: usize, s: usize, kd: usize, pad: usize) -> (usize, usize) {
+pub(super) fn valid_range(
+    out_len: usize,
+    len: usize,
+    s: usize,
+    kd: usize,
+    pad: usize,
+) -> (usize, usize) {
     // ix >= 0  ⇔  ox*s >= pad - kd
     let lo = if pad > kd { (pad - kd).div_ceil(s) } else { 0 };
     // ix < len ⇔  ox*s < len + pad - kd
@@ -506,110 +493,6 @@ fn valid_range(out_len: usize, len: usize, s: usize, kd: usize, pad: usize) -> (
         0
     };
     (lo.min(out_len), hi.min(out_len).max(lo.min(out_len)))
-}
-
-/// One depthwise output plane for horizontal stride `S` (1 or 2): the input rows are copied into
-/// a zero-padded plane wide enough that every block of `BLK` output columns reads its taps
-/// without bounds special cases; each block accumulates all taps in registers and is stored once.
-/// Rows of the window outside the input are skipped (vertical padding).
-#[inline(always)]
-fn depthwise_plane_fast<const S: usize, const BLK: usize>(
-    p: &Conv2dParams,
-    x: &[f32],
-    w: &[f32],
-    bias: f32,
-    out: &mut [f32],
-) {
-    let (oh, ow) = (p.out_h(), p.out_w());
-    let (kw, dw) = (p.kernel_w, p.dilation_w);
-    let nblk = ow.div_ceil(BLK);
-    let wp = (nblk * BLK * S + (kw - 1) * dw).max(p.pad_left + p.in_w);
-    let mut padded = vec![0.0f32; p.in_h * wp];
-    for (prow, xrow) in padded.chunks_exact_mut(wp).zip(x.chunks_exact(p.in_w)) {
-        prow[p.pad_left..p.pad_left + p.in_w].copy_from_slice(xrow);
-    }
-    for (oy, orow) in out.chunks_exact_mut(ow).enumerate().take(oh) {
-        for blk in 0..nblk {
-            let ox0 = blk * BLK;
-            let mut acc = [bias; BLK];
-            for ky in 0..p.kernel_h {
-                let iy = (oy * p.stride_h + ky * p.dilation_h) as isize - p.pad_top as isize;
-                if iy < 0 || iy >= p.in_h as isize {
-                    continue;
-                }
-                let prow = &padded[iy as usize * wp..(iy as usize + 1) * wp];
-                for (kx, &wv) in w[ky * kw..(ky + 1) * kw].iter().enumerate() {
-                    let st = ox0 * S + kx * dw;
-                    let src = &prow[st..st + BLK * S];
-                    for (a, c) in acc.iter_mut().zip(src.chunks_exact(S)) {
-                        *a += wv * c[0];
-                    }
-                }
-            }
-            let n = BLK.min(ow - ox0);
-            orow[ox0..ox0 + n].copy_from_slice(&acc[..n]);
-        }
-    }
-}
-
-/// One depthwise output plane by the ISA's plane kernel ([`simd::depthwise_plane`]), padding
-/// read as zeros in the kernel; `false` (nothing written) when the ISA or geometry has none.
-fn depthwise_plane_simd(
-    isa: Isa,
-    p: &Conv2dParams,
-    x: &[f32],
-    w: &[f32],
-    bias: f32,
-    out: &mut [f32],
-) -> bool {
-    if p.dilation_w != 1 {
-        return false;
-    }
-    let g = simd::DepthwisePlane {
-        in_hw: (p.in_h, p.in_w),
-        out_hw: (p.out_h(), p.out_w()),
-        kernel: (p.kernel_h, p.kernel_w),
-        stride: (p.stride_h, p.stride_w),
-        dilation_h: p.dilation_h,
-        pad: (p.pad_top, p.pad_left),
-    };
-    simd::depthwise_plane(isa, &g, x, w, bias, out)
-}
-
-/// One depthwise output plane: `out = bias + sum_{ky,kx} w[ky,kx] * shifted(x)`.
-#[inline(always)]
-fn depthwise_plane(p: &Conv2dParams, x: &[f32], w: &[f32], bias: f32, out: &mut [f32]) {
-    let (oh, ow) = (p.out_h(), p.out_w());
-    out.fill(bias);
-    for (oy, orow) in out.chunks_exact_mut(ow).enumerate().take(oh) {
-        for ky in 0..p.kernel_h {
-            let iy = (oy * p.stride_h + ky * p.dilation_h) as isize - p.pad_top as isize;
-            if iy < 0 || iy >= p.in_h as isize {
-                continue;
-            }
-            let irow = &x[iy as usize * p.in_w..(iy as usize + 1) * p.in_w];
-            for kx in 0..p.kernel_w {
-                let wv = w[ky * p.kernel_w + kx];
-                let kd = kx * p.dilation_w;
-                let (lo, hi) = valid_range(ow, p.in_w, p.stride_w, kd, p.pad_left);
-                if lo >= hi {
-                    continue;
-                }
-                let start = lo * p.stride_w + kd - p.pad_left;
-                if p.stride_w == 1 {
-                    let src = &irow[start..start + (hi - lo)];
-                    for (o, &v) in orow[lo..hi].iter_mut().zip(src) {
-                        *o += wv * v;
-                    }
-                } else {
-                    let src = irow[start..].iter().step_by(p.stride_w);
-                    for (o, &v) in orow[lo..hi].iter_mut().zip(src) {
-                        *o += wv * v;
-                    }
-                }
-            }
-        }
-    }
 }
 
 /// The implicit im2col matrix of one image/group (`k = icg·kh·kw` rows × `pix` columns),

@@ -10,14 +10,15 @@
 //!   [`gemm::MatRef`] operands (transposes are strides), prepacked constant operands
 //!   ([`gemm::PackedA`], [`gemm::PackedB`]) and a fused [`gemm::Epilogue`].
 //! - [`conv`]: [`conv::Conv2d`], NCHW 2-D convolution prepared once (pointwise / im2col+GEMM /
-//!   depthwise paths), with fused bias and activation.
+//!   depthwise paths), with fused bias and activation; `depthwise` holds the per-plane loops of
+//!   the depthwise path.
 //! - [`pool`]: max/average 2-D pooling with ONNX padding semantics, global pooling.
 //! - [`elementwise`]: broadcasting binary ops, per-channel affine (BatchNormalization).
 //! - [`broadcast`]: numpy-broadcasting maps of one to three inputs, for any element type.
 //! - [`scalar`]: [`scalar::Scalar`], arithmetic on every numeric element type.
 //! - [`softmax`]: softmax / log-softmax along an axis.
 //! - [`transpose`]: N-D axis permutation.
-//! - [`activation`]: [`activation::Activation`] (Relu, LeakyRelu, Clip, Sigmoid, Tanh).
+//! - [`activation`]: [`activation::Activation`] (Relu, LeakyRelu, Clip, Sigmoid, Tanh, Erf, Gelu).
 //! - [`reference`](mod@reference): naive oracles of all of the above, for tests.
 //!
 //! # Conventions
@@ -33,6 +34,7 @@ pub mod activation;
 pub mod broadcast;
 pub mod conv;
 pub mod cpu;
+mod depthwise;
 pub mod elementwise;
 pub mod gemm;
 pub mod pool;

@@ -88,7 +88,7 @@ fn lane_mask(start: isize, len: usize) -> __mmask16 {
 /// Geometry of one depthwise plane for [`depthwise_plane`].
 #[derive(Clone, Copy)]
 pub(super) struct DwPlane {
-    /// Input rows and columns.
+    /// Input rows.
     pub in_h: usize,
     /// Input columns.
     pub in_w: usize,

@@ -1,0 +1,129 @@
+//! The per-plane loops of depthwise convolution (one filter per channel), used by
+//! [`super::conv::Conv2d`]: the ISA's plane kernel where it has one (AVX-512: padding read as
+//! zeros by masked loads), otherwise auto-vectorised loops over a zero-padded copy of the plane
+//! (horizontal stride 1 or 2) or over shifted rows (any stride and dilation).
+#![forbid(unsafe_code)]
+
+use super::conv::{valid_range, Conv2dParams};
+use super::cpu::Isa;
+use super::simd;
+
+/// One output plane `out = bias + Σ_{ky,kx} w[ky,kx] · shifted(x)` of channel input `x` and
+/// filter `w` (`kernel_h·kernel_w`), by the fastest path `isa` has for the geometry `p`.
+pub(super) fn plane(isa: Isa, p: &Conv2dParams, x: &[f32], w: &[f32], b: f32, out: &mut [f32]) {
+    let empty_input = p.in_h == 0 || p.in_w == 0;
+    if !empty_input && depthwise_plane_simd(isa, p, x, w, b, out) {
+        return;
+    }
+    match (if empty_input { 0 } else { p.stride_w }, p.out_w() > 8) {
+        (1, true) => simd::vectorize(isa, || depthwise_plane_fast::<1, 16>(p, x, w, b, out)),
+        (1, false) => simd::vectorize(isa, || depthwise_plane_fast::<1, 8>(p, x, w, b, out)),
+        (2, true) => simd::vectorize(isa, || depthwise_plane_fast::<2, 16>(p, x, w, b, out)),
+        (2, false) => simd::vectorize(isa, || depthwise_plane_fast::<2, 8>(p, x, w, b, out)),
+        _ => simd::vectorize(isa, || depthwise_plane(p, x, w, b, out)),
+    }
+}
+
+/// One depthwise output plane for horizontal stride `S` (1 or 2): the input rows are copied into
+/// a zero-padded plane wide enough that every block of `BLK` output columns reads its taps
+/// without bounds special cases; each block accumulates all taps in registers and is stored once.
+/// Rows of the window outside the input are skipped (vertical padding).
+#[inline(always)]
+fn depthwise_plane_fast<const S: usize, const BLK: usize>(
+    p: &Conv2dParams,
+    x: &[f32],
+    w: &[f32],
+    bias: f32,
+    out: &mut [f32],
+) {
+    let (oh, ow) = (p.out_h(), p.out_w());
+    let (kw, dw) = (p.kernel_w, p.dilation_w);
+    let nblk = ow.div_ceil(BLK);
+    let wp = (nblk * BLK * S + (kw - 1) * dw).max(p.pad_left + p.in_w);
+    let mut padded = vec![0.0f32; p.in_h * wp];
+    for (prow, xrow) in padded.chunks_exact_mut(wp).zip(x.chunks_exact(p.in_w)) {
+        prow[p.pad_left..p.pad_left + p.in_w].copy_from_slice(xrow);
+    }
+    for (oy, orow) in out.chunks_exact_mut(ow).enumerate().take(oh) {
+        for blk in 0..nblk {
+            let ox0 = blk * BLK;
+            let mut acc = [bias; BLK];
+            for ky in 0..p.kernel_h {
+                let iy = (oy * p.stride_h + ky * p.dilation_h) as isize - p.pad_top as isize;
+                if iy < 0 || iy >= p.in_h as isize {
+                    continue;
+                }
+                let prow = &padded[iy as usize * wp..(iy as usize + 1) * wp];
+                for (kx, &wv) in w[ky * kw..(ky + 1) * kw].iter().enumerate() {
+                    let st = ox0 * S + kx * dw;
+                    let src = &prow[st..st + BLK * S];
+                    for (a, c) in acc.iter_mut().zip(src.chunks_exact(S)) {
+                        *a += wv * c[0];
+                    }
+                }
+            }
+            let n = BLK.min(ow - ox0);
+            orow[ox0..ox0 + n].copy_from_slice(&acc[..n]);
+        }
+    }
+}
+
+/// One depthwise output plane by the ISA's plane kernel ([`simd::depthwise_plane`]), padding
+/// read as zeros in the kernel; `false` (nothing written) when the ISA or geometry has none.
+fn depthwise_plane_simd(
+    isa: Isa,
+    p: &Conv2dParams,
+    x: &[f32],
+    w: &[f32],
+    bias: f32,
+    out: &mut [f32],
+) -> bool {
+    if p.dilation_w != 1 {
+        return false;
+    }
+    let g = simd::DepthwisePlane {
+        in_hw: (p.in_h, p.in_w),
+        out_hw: (p.out_h(), p.out_w()),
+        kernel: (p.kernel_h, p.kernel_w),
+        stride: (p.stride_h, p.stride_w),
+        dilation_h: p.dilation_h,
+        pad: (p.pad_top, p.pad_left),
+    };
+    simd::depthwise_plane(isa, &g, x, w, bias, out)
+}
+
+/// One depthwise output plane: `out = bias + sum_{ky,kx} w[ky,kx] * shifted(x)`.
+#[inline(always)]
+fn depthwise_plane(p: &Conv2dParams, x: &[f32], w: &[f32], bias: f32, out: &mut [f32]) {
+    let (oh, ow) = (p.out_h(), p.out_w());
+    out.fill(bias);
+    for (oy, orow) in out.chunks_exact_mut(ow).enumerate().take(oh) {
+        for ky in 0..p.kernel_h {
+            let iy = (oy * p.stride_h + ky * p.dilation_h) as isize - p.pad_top as isize;
+            if iy < 0 || iy >= p.in_h as isize {
+                continue;
+            }
+            let irow = &x[iy as usize * p.in_w..(iy as usize + 1) * p.in_w];
+            for kx in 0..p.kernel_w {
+                let wv = w[ky * p.kernel_w + kx];
+                let kd = kx * p.dilation_w;
+                let (lo, hi) = valid_range(ow, p.in_w, p.stride_w, kd, p.pad_left);
+                if lo >= hi {
+                    continue;
+                }
+                let start = lo * p.stride_w + kd - p.pad_left;
+                if p.stride_w == 1 {
+                    let src = &irow[start..start + (hi - lo)];
+                    for (o, &v) in orow[lo..hi].iter_mut().zip(src) {
+                        *o += wv * v;
+                    }
+                } else {
+                    let src = irow[start..].iter().step_by(p.stride_w);
+                    for (o, &v) in orow[lo..hi].iter_mut().zip(src) {
+                        *o += wv * v;
+                    }
+                }
+            }
+        }
+    }
+}
