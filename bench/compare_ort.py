@@ -38,10 +38,13 @@ import sys
 import tempfile
 import time
 
-import numpy as np
-import onnx
-import onnxruntime as ort
-from onnx import TensorProto, helper, numpy_helper
+# numpy's OpenBLAS threads spin after use and would take a core from both engines.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
+import onnx  # noqa: E402
+import onnxruntime as ort  # noqa: E402
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 THREADS_ENV = "ONNXIFI_RUST_NUM_THREADS"

@@ -47,7 +47,7 @@ fn main() {
     for r in rows {
         let t = r.total.as_secs_f64();
         println!(
-            "{:24} {:6} calls {:9.3} ms/run {:5.1}%",
+            "{:60} {:6} calls {:9.3} ms/run {:5.1}%",
             r.op,
             r.calls,
             t * 1e3 / runs as f64,

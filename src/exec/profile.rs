@@ -1,6 +1,7 @@
 //! Time spent per operator type, collected when `ONNXIFI_RUST_PROFILE` is set (read once):
 //! every step of every run adds its wall time to a process-wide table, which
-//! [`report`] returns sorted by total time.
+//! [`report`] returns sorted by total time. With `ONNXIFI_RUST_PROFILE=shape` the rows are
+//! split further by the shapes of the step's inputs and first output.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
@@ -9,10 +10,35 @@ use std::time::Duration;
 /// The environment variable that turns collection on (any value but empty or `0`).
 pub const PROFILE_ENV: &str = "ONNXIFI_RUST_PROFILE";
 
-/// Whether steps are timed (the environment is read once per process).
+/// How steps are keyed in the table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    /// Not collecting.
+    Off,
+    /// By operator type.
+    ByOp,
+    /// By operator type and shapes.
+    ByShape,
+}
+
+/// The mode, read from the environment once per process.
+fn mode() -> Mode {
+    static MODE: OnceLock<Mode> = OnceLock::new();
+    *MODE.get_or_init(|| match std::env::var(PROFILE_ENV).as_deref() {
+        Ok("") | Ok("0") | Err(_) => Mode::Off,
+        Ok("shape") => Mode::ByShape,
+        Ok(_) => Mode::ByOp,
+    })
+}
+
+/// Whether steps are timed.
 pub fn enabled() -> bool {
-    static ON: OnceLock<bool> = OnceLock::new();
-    *ON.get_or_init(|| std::env::var(PROFILE_ENV).is_ok_and(|v| !v.is_empty() && v != "0"))
+    mode() != Mode::Off
+}
+
+/// Whether the table is keyed by shapes too (then callers pass them to [`record`]).
+pub(crate) fn by_shape() -> bool {
+    mode() == Mode::ByShape
 }
 
 /// Per operator type: calls and total time.

@@ -19,9 +19,10 @@ pub struct BufferPool {
 }
 
 impl BufferPool {
-    /// Zeroed storage of `len` elements of `dtype`: the best-fitting free buffer of that type,
-    /// or a fresh (fallible) allocation.
-    pub fn take(&mut self, dtype: DataType, len: usize) -> Result<TensorData> {
+    /// Storage of `len` elements of `dtype`: the best-fitting free buffer of that type, or a
+    /// fresh (fallible) allocation. Zero-filled when `zeroed`; otherwise recycled storage keeps
+    /// stale values (for kernels that overwrite every element).
+    pub fn take(&mut self, dtype: DataType, len: usize, zeroed: bool) -> Result<TensorData> {
         let best = self
             .free
             .iter()
@@ -32,7 +33,11 @@ impl BufferPool {
         match best {
             Some(i) => {
                 let mut data = self.free.swap_remove(i);
-                data.reset(len)?;
+                if zeroed {
+                    data.reset(len)?;
+                } else {
+                    data.resize_stale(len)?;
+                }
                 Ok(data)
             }
             None => TensorData::zeros(dtype, len),
@@ -92,6 +97,7 @@ pub fn run(
                     }
                 };
             let allocates = kernel.allocates_outputs();
+            let zeroed = !kernel.overwrites_outputs();
             for (i, slot) in step.outputs.iter().enumerate() {
                 let Some(id) = slot else { continue };
                 if allocates {
@@ -115,13 +121,26 @@ pub fn run(
                 let len = if allocates { 0 } else { shape.iter().product() };
                 outs.push(Tensor {
                     shape,
-                    data: pool.take(dtype, len)?,
+                    data: pool.take(dtype, len, zeroed)?,
                 });
             }
             if super::profile::enabled() {
                 let start = std::time::Instant::now();
                 kernel.run(&ins, &mut outs)?;
-                super::profile::record(&env.graph.nodes[step.node].op_type, start.elapsed());
+                let took = start.elapsed();
+                let op = &env.graph.nodes[step.node].op_type;
+                if super::profile::by_shape() {
+                    let shapes: Vec<String> = ins
+                        .iter()
+                        .flatten()
+                        .map(|t| format!("{:?}", t.shape))
+                        .collect();
+                    let out = outs.first().map(|t| format!("{:?}", t.shape));
+                    let key = format!("{op} {} -> {}", shapes.join(" "), out.unwrap_or_default());
+                    super::profile::record(&key, took);
+                } else {
+                    super::profile::record(op, took);
+                }
             } else {
                 kernel.run(&ins, &mut outs)?;
             }

@@ -291,6 +291,16 @@ macro_rules! tensor_data {
                 }
             }
 
+            /// Resizes in place to `len` elements, keeping the allocation when it is large enough
+            /// and leaving the kept elements as they are (for storage its user overwrites
+            /// entirely); fallible like [`TensorData::zeros`].
+            pub fn resize_stale(&mut self, len: usize) -> Result<()> {
+                match self {
+                    $(TensorData::$variant(v) => resize_stale(v, len),)+
+                    TensorData::String(v) => resize_stale(v, len),
+                }
+            }
+
             /// Decodes `len` elements from little-endian bytes (sub-byte types packed, first
             /// element in the low bits); the byte count must match exactly. Strings have no
             /// byte layout (UNSUPPORTED_DATATYPE).
@@ -347,6 +357,15 @@ pub fn try_filled<T: Clone + Default>(len: usize) -> Result<Vec<T>> {
 fn refill<T: Clone + Default>(v: &mut Vec<T>, len: usize) -> Result<()> {
     v.clear();
     v.try_reserve_exact(len).map_err(|_| out_of_memory(len))?;
+    v.resize(len, T::default());
+    Ok(())
+}
+
+fn resize_stale<T: Clone + Default>(v: &mut Vec<T>, len: usize) -> Result<()> {
+    if len > v.len() {
+        v.try_reserve_exact(len - v.len())
+            .map_err(|_| out_of_memory(len))?;
+    }
     v.resize(len, T::default());
     Ok(())
 }

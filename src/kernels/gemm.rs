@@ -28,7 +28,7 @@ use rayon::prelude::*;
 
 use super::activation::Activation;
 use super::cpu::{self, Isa};
-use super::simd;
+use super::simd::{self, TileTail};
 
 /// Shared-dimension block size (rows of a packed B block / columns of a packed A block).
 pub const KC: usize = 256;
@@ -690,20 +690,45 @@ fn run_task(
 ) {
     let (mr, nr) = tile_size(isa);
     let ep = ep.filter(|e| !e.is_none());
+    // Relu and Clip are clamps the micro-tile applies with the biases; other activations run
+    // over the stored tile.
+    let (clamp, rest) = match ep.map(|e| e.activation) {
+        Some(Activation::Relu) => (Some((0.0, f32::INFINITY)), Activation::None),
+        Some(Activation::Clip { min, max }) => (Some((min, max)), Activation::None),
+        Some(other) => (None, other),
+        None => (None, Activation::None),
+    };
     let width = t.rows.first().map_or(0, |r| r.len());
     let a_task = &a_pan[(t.i0 / mr) * kc * mr..];
     let b_task = &b_pan[(t.j0 / nr) * kc * nr..];
     for (jp, b_micro) in b_task.chunks(kc * nr).take(width.div_ceil(nr)).enumerate() {
         let col = jp * nr;
         let nr_eff = nr.min(width - col);
+        let j = jc + t.j0 + col;
         for (ip, rows) in t.rows.chunks_mut(mr).enumerate() {
             let a_micro = &a_task[ip * kc * mr..(ip + 1) * kc * mr];
-            simd::micro_tile(isa, kc, a_micro, b_micro, rows, col, nr_eff, alpha, beta);
-            if let Some(ep) = ep {
-                let (i, j) = (t.i0 + ip * mr, jc + t.j0 + col);
+            let i = t.i0 + ip * mr;
+            let tail = match ep {
+                Some(e) => TileTail {
+                    row_bias: match e.bias {
+                        Bias::PerRow(b) => Some(&b[i..i + rows.len()]),
+                        _ => None,
+                    },
+                    col_bias: match e.bias {
+                        Bias::PerCol(b) => Some(&b[j..j + nr_eff]),
+                        _ => None,
+                    },
+                    clamp,
+                },
+                None => TileTail::default(),
+            };
+            simd::micro_tile(
+                isa, kc, a_micro, b_micro, rows, col, nr_eff, alpha, beta, &tail,
+            );
+            if rest != Activation::None {
                 simd::vectorize(isa, || {
-                    for (r, row) in rows.iter_mut().enumerate() {
-                        epilogue_row(ep, &mut row[col..col + nr_eff], i + r, j);
+                    for row in rows.iter_mut() {
+                        rest.apply_inline(&mut row[col..col + nr_eff]);
                     }
                 });
             }
@@ -1024,10 +1049,18 @@ mod tests {
                 let row_bias = rng.vec(m);
                 let col_bias = rng.vec(n);
                 let (am, bm) = (MatRef::row_major(&a, m, k), MatRef::row_major(&b, k, n));
+                let clip = Activation::Clip {
+                    min: -0.3,
+                    max: 0.4,
+                };
                 for (bias, act) in [
                     (Bias::PerRow(&row_bias), Activation::Relu),
                     (Bias::PerCol(&col_bias), Activation::Sigmoid),
                     (Bias::None, Activation::Tanh),
+                    (Bias::PerCol(&col_bias), Activation::Relu),
+                    (Bias::PerRow(&row_bias), clip),
+                    (Bias::PerCol(&col_bias), clip),
+                    (Bias::None, Activation::Relu),
                 ] {
                     let mut want = vec![0.0; m * n];
                     reference::gemm_ref(1.0, &am, &bm, 0.0, &mut want, n);
@@ -1059,6 +1092,46 @@ mod tests {
                         &format!("{isa:?} packed {m}x{n}x{k} {act:?}"),
                     );
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn fused_clamp_keeps_nan() {
+        // Row 0 of A holds a NaN: row 0 of C is NaN before and after Relu/Clip (like the
+        // activation operators); row 1 gives -(k·(j+1)+…) < -1, clamped to the lower bound.
+        for isa in cpu::test_isas() {
+            let (m, n, k) = (2, 19, 3);
+            let a = [f32::NAN, 1.0, 1.0, -1.0, -1.0, -1.0];
+            let b: Vec<f32> = (0..k * n).map(|i| 1.0 + i as f32).collect();
+            for (act, low) in [
+                (Activation::Relu, 0.0),
+                (
+                    Activation::Clip {
+                        min: -1.0,
+                        max: 1.0,
+                    },
+                    -1.0,
+                ),
+            ] {
+                let ep = Epilogue {
+                    bias: Bias::None,
+                    activation: act,
+                };
+                let mut c = vec![0.5f32; m * n];
+                sgemm_with(
+                    isa,
+                    false,
+                    1.0,
+                    MatRef::row_major(&a, m, k),
+                    MatRef::row_major(&b, k, n),
+                    0.0,
+                    &mut c,
+                    n,
+                    &ep,
+                );
+                assert!(c[..n].iter().all(|v| v.is_nan()), "{isa:?} {act:?}: {c:?}");
+                assert!(c[n..].iter().all(|&v| v == low), "{isa:?} {act:?}: {c:?}");
             }
         }
     }

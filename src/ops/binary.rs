@@ -63,6 +63,10 @@ struct SimdKernel {
 }
 
 impl Kernel for SimdKernel {
+    fn overwrites_outputs(&self) -> bool {
+        true
+    }
+
     fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor]) -> Result<()> {
         let a = f32_of(inputs, 0)?;
         let b = f32_of(inputs, 1)?;

@@ -58,6 +58,10 @@ struct ConvKernel {
 }
 
 impl Kernel for ConvKernel {
+    fn overwrites_outputs(&self) -> bool {
+        true
+    }
+
     fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor]) -> Result<()> {
         let x = f32_of(inputs, 0)?;
         let out = f32_out(&mut outputs[0])?;

@@ -102,6 +102,10 @@ fn broadcast_rows(c: &[f32], c_shape: &[usize], y: &mut [f32], m: usize, n: usiz
 }
 
 impl Kernel for GemmKernel {
+    fn overwrites_outputs(&self) -> bool {
+        true
+    }
+
     fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor]) -> Result<()> {
         let a = mat(f32_of(inputs, 0)?, self.m, self.k, self.trans_a);
         let y = f32_out(&mut outputs[0])?;

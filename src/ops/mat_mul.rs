@@ -73,6 +73,10 @@ impl MatMulKernel {
 }
 
 impl Kernel for MatMulKernel {
+    fn overwrites_outputs(&self) -> bool {
+        true
+    }
+
     fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor]) -> Result<()> {
         let missing = || Error::new(Status::InternalError, "MatMul input missing");
         let (ta, tb) = (

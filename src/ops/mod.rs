@@ -140,6 +140,13 @@ pub trait Kernel: Send + Sync {
     fn allocates_outputs(&self) -> bool {
         false
     }
+
+    /// Whether [`Kernel::run`] writes every element of every output. The outputs of such a
+    /// kernel arrive with stale content (recycled storage is not zero-filled first); the others
+    /// get zeroed outputs.
+    fn overwrites_outputs(&self) -> bool {
+        false
+    }
 }
 
 /// The definition of one supported operator.

@@ -11,6 +11,10 @@ use crate::kernels::activation::Activation;
 pub struct ActivationKernel(pub Activation);
 
 impl Kernel for ActivationKernel {
+    fn overwrites_outputs(&self) -> bool {
+        true
+    }
+
     fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor]) -> Result<()> {
         let x = f32_of(inputs, 0)?;
         let out = f32_out(&mut outputs[0])?;

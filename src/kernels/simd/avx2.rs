@@ -1,20 +1,26 @@
-//! AVX2+FMA GEMM micro-kernel: an `M×16` register tile (`M ≤ 6`), two ymm accumulators per row.
+//! AVX2+FMA kernels: the GEMM micro-kernel (an `M×16` register tile, `M ≤ 6`, two ymm
+//! accumulators per row) and the depthwise-convolution plane kernel.
 
 use std::arch::x86_64::*;
+
+use super::{DwPlane, RawTail, DW_MAX_KW};
 
 /// Packed A micro-panel row count (k-major stride of A).
 const MR: usize = 6;
 /// Packed B micro-panel width (k-major stride of B).
 const NR: usize = 16;
 
-/// Computes `C[r][0..nr] = alpha * (A·B)[r] + beta * C[r]` for rows `r < M`.
+/// Computes `C[r][0..nr] = clamp(alpha * (A·B)[r] + beta * C[r] + bias)` for rows `r < M`, the
+/// biases and clamp given by `tail` (see `TileTail`).
 ///
 /// # Safety
 /// - The CPU supports AVX2 and FMA.
 /// - `a` is readable for `kc * 6` floats, `b` for `kc * 16` floats.
 /// - For `r < M`, `c[r]` is valid for reads and writes of `nr` floats (`1 ≤ nr ≤ 16`), and these
 ///   ranges do not overlap each other nor `a`/`b`.
+/// - `tail.col_bias` is null or readable for `nr` floats.
 #[target_feature(enable = "avx2,fma")]
+#[allow(clippy::too_many_arguments)]
 pub(super) unsafe fn kernel<const M: usize>(
     kc: usize,
     a: *const f32,
@@ -23,6 +29,7 @@ pub(super) unsafe fn kernel<const M: usize>(
     nr: usize,
     alpha: f32,
     beta: f32,
+    tail: &RawTail,
 ) {
     let mut acc0 = [_mm256_setzero_ps(); M];
     let mut acc1 = [_mm256_setzero_ps(); M];
@@ -47,32 +54,216 @@ pub(super) unsafe fn kernel<const M: usize>(
     let full = nr == NR;
     let va = _mm256_set1_ps(alpha);
     let vb = _mm256_set1_ps(beta);
+    // SAFETY: a non-null column bias holds `nr` floats (contract); the masks select exactly
+    // lanes `0..nr`, and masked-off lanes are not accessed.
+    let col_bias = (!tail.col_bias.is_null()).then(|| unsafe {
+        (
+            _mm256_maskload_ps(tail.col_bias, m0),
+            _mm256_maskload_ps(tail.col_bias.wrapping_add(8), m1),
+        )
+    });
+    let clamp = tail
+        .clamp
+        .map(|(lo, hi)| (_mm256_set1_ps(lo), _mm256_set1_ps(hi)));
     for i in 0..M {
         let p0 = c[i];
         // Masked-off lanes are neither read nor written (vmaskmov does not fault on them), so
         // `p1` may point past the row when nr ≤ 8; `wrapping_add` keeps the arithmetic defined.
         let p1 = p0.wrapping_add(8);
-        let r0 = _mm256_mul_ps(acc0[i], va);
-        let r1 = _mm256_mul_ps(acc1[i], va);
-        // SAFETY: for a full tile all 16 floats of c[i] are valid; otherwise only the lanes
-        // selected by m0/m1, which are exactly c[i][0..nr], are touched.
+        let mut r0 = _mm256_mul_ps(acc0[i], va);
+        let mut r1 = _mm256_mul_ps(acc1[i], va);
+        if beta != 0.0 {
+            // SAFETY: for a full tile all 16 floats of c[i] are valid; otherwise only the lanes
+            // selected by m0/m1, which are exactly c[i][0..nr], are read.
+            let (c0, c1) = unsafe {
+                if full {
+                    (_mm256_loadu_ps(p0), _mm256_loadu_ps(p1))
+                } else {
+                    (_mm256_maskload_ps(p0, m0), _mm256_maskload_ps(p1, m1))
+                }
+            };
+            r0 = _mm256_fmadd_ps(c0, vb, r0);
+            r1 = _mm256_fmadd_ps(c1, vb, r1);
+        }
+        if let Some(rb) = &tail.row_bias {
+            let v = _mm256_set1_ps(rb[i]);
+            r0 = _mm256_add_ps(r0, v);
+            r1 = _mm256_add_ps(r1, v);
+        }
+        if let Some((b0, b1)) = col_bias {
+            r0 = _mm256_add_ps(r0, b0);
+            r1 = _mm256_add_ps(r1, b1);
+        }
+        if let Some((lo, hi)) = clamp {
+            // max(lo, x) and min(hi, x) return x when it is NaN (the second operand), like the
+            // scalar clamp.
+            r0 = _mm256_min_ps(hi, _mm256_max_ps(lo, r0));
+            r1 = _mm256_min_ps(hi, _mm256_max_ps(lo, r1));
+        }
+        // SAFETY: as for the loads above, for writes.
         unsafe {
             if full {
-                if beta == 0.0 {
-                    _mm256_storeu_ps(p0, r0);
-                    _mm256_storeu_ps(p1, r1);
-                } else {
-                    _mm256_storeu_ps(p0, _mm256_fmadd_ps(_mm256_loadu_ps(p0), vb, r0));
-                    _mm256_storeu_ps(p1, _mm256_fmadd_ps(_mm256_loadu_ps(p1), vb, r1));
-                }
-            } else if beta == 0.0 {
+                _mm256_storeu_ps(p0, r0);
+                _mm256_storeu_ps(p1, r1);
+            } else {
                 _mm256_maskstore_ps(p0, m0, r0);
                 _mm256_maskstore_ps(p1, m1, r1);
-            } else {
-                let c0 = _mm256_maskload_ps(p0, m0);
-                let c1 = _mm256_maskload_ps(p1, m1);
-                _mm256_maskstore_ps(p0, m0, _mm256_fmadd_ps(c0, vb, r0));
-                _mm256_maskstore_ps(p1, m1, _mm256_fmadd_ps(c1, vb, r1));
+            }
+        }
+    }
+}
+
+/// Lanes `i < 8` whose column `start + i` lies in `0..len`, as an all-ones/all-zeros lane mask.
+///
+/// # Safety
+/// The CPU supports AVX2; `start` and `len` fit in `i32` with `start + 8` (checked by callers).
+#[target_feature(enable = "avx2")]
+#[inline]
+unsafe fn lane_mask(start: isize, len: usize) -> __m256i {
+    let idx = _mm256_add_epi32(
+        _mm256_set1_epi32(start as i32),
+        _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
+    );
+    let ge0 = _mm256_cmpgt_epi32(idx, _mm256_set1_epi32(-1));
+    let lt = _mm256_cmpgt_epi32(_mm256_set1_epi32(len as i32), idx);
+    _mm256_and_si256(ge0, lt)
+}
+
+/// Loads the 8 floats at `p`, the lanes outside `mask` reading as zero; a full mask is a plain
+/// load (faster than a masked one).
+///
+/// # Safety
+/// The CPU supports AVX2; the lanes selected by `mask` are readable. Unselected lanes are not
+/// accessed (AVX masked loads suppress their faults).
+#[target_feature(enable = "avx2")]
+#[inline]
+unsafe fn load_masked(p: *const f32, mask: __m256i, full: bool) -> __m256 {
+    // SAFETY: per the contract, every lane read is readable.
+    unsafe {
+        if full {
+            _mm256_loadu_ps(p)
+        } else {
+            _mm256_maskload_ps(p, mask)
+        }
+    }
+}
+
+/// One plane of a depthwise convolution with horizontal stride `S` (1 or 2) and dilation 1,
+/// positions outside the input reading as zero (padding is never materialised). The AVX2
+/// counterpart of the AVX-512 plane kernel: columns in groups of up to four 8-wide blocks, two
+/// accumulator chains (even and odd kernel rows) per block, load masks computed once per group.
+///
+/// # Safety
+/// - The CPU supports AVX2 and FMA.
+/// - `x` is valid for reads of `in_h·in_w` floats, `w` of `kh·kw`, `out` for writes of `oh·ow`
+///   and does not overlap `x`; `kw ≤ DW_MAX_KW`; `in_w` and `ow·S + kw + 16` fit in `i32`.
+#[target_feature(enable = "avx2,fma")]
+pub(super) unsafe fn depthwise_plane<const S: usize>(
+    g: &DwPlane,
+    x: *const f32,
+    w: *const f32,
+    bias: f32,
+    out: *mut f32,
+) {
+    let mut ox0 = 0;
+    while ox0 < g.ow {
+        let blocks = (g.ow - ox0).div_ceil(8);
+        // SAFETY: forwarded contract; the blocks written lie in columns `ox0..ow`.
+        unsafe {
+            match blocks {
+                1 => depthwise_blocks::<S, 1>(g, x, w, bias, out, ox0),
+                2 => depthwise_blocks::<S, 2>(g, x, w, bias, out, ox0),
+                3 => depthwise_blocks::<S, 3>(g, x, w, bias, out, ox0),
+                _ => depthwise_blocks::<S, 4>(g, x, w, bias, out, ox0),
+            }
+        }
+        ox0 += 8 * blocks.min(4);
+    }
+}
+
+/// Columns `ox0 .. ox0 + 8·NB` of every row of [`depthwise_plane`].
+///
+/// # Safety
+/// As [`depthwise_plane`], with `ox0 < ow`.
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+unsafe fn depthwise_blocks<const S: usize, const NB: usize>(
+    g: &DwPlane,
+    x: *const f32,
+    w: *const f32,
+    bias: f32,
+    out: *mut f32,
+    ox0: usize,
+) {
+    // Per kernel column and block: where its 8 (strided) inputs start, the load masks of the
+    // 8-lane halves (two when S = 2), and whether they are full.
+    let zero = _mm256_setzero_si256();
+    let mut start = [[0isize; NB]; DW_MAX_KW];
+    let mut masks = [[(zero, zero); NB]; DW_MAX_KW];
+    let mut full = [[false; NB]; DW_MAX_KW];
+    for kx in 0..g.kw {
+        for b in 0..NB {
+            let s0 = ((ox0 + 8 * b) * S + kx) as isize - g.pad_left as isize;
+            start[kx][b] = s0;
+            // SAFETY: AVX2 is enabled; columns fit in i32 (contract).
+            let (m0, m1) = unsafe { (lane_mask(s0, g.in_w), lane_mask(s0 + 8, g.in_w)) };
+            let all = |m: __m256i| _mm256_movemask_ps(_mm256_castsi256_ps(m)) == 0xFF;
+            full[kx][b] = all(m0) && (S == 1 || all(m1));
+            masks[kx][b] = (m0, m1);
+        }
+    }
+    for oy in 0..g.oh {
+        let mut even = [_mm256_set1_ps(bias); NB];
+        let mut odd = [_mm256_setzero_ps(); NB];
+        for ky in 0..g.kh {
+            let iy = (oy * g.stride_h + ky * g.dilation_h) as isize - g.pad_top as isize;
+            if iy < 0 || iy >= g.in_h as isize {
+                continue;
+            }
+            // Rows outside the image were skipped, so `row` is the start of an input row.
+            let row = x.wrapping_add(iy as usize * g.in_w);
+            let acc = if ky % 2 == 0 { &mut even } else { &mut odd };
+            for kx in 0..g.kw {
+                // SAFETY: `w` holds `kh·kw` floats (contract). Loads are masked to the columns
+                // `0..in_w` of row `iy < in_h` (a full mask means all 8 lanes are inside), so
+                // they stay inside `x`; `wrapping_offset` keeps the address arithmetic defined.
+                unsafe {
+                    let wv = _mm256_set1_ps(*w.add(ky * g.kw + kx));
+                    for b in 0..NB {
+                        let (m0, m1) = masks[kx][b];
+                        let f = full[kx][b];
+                        let p = row.wrapping_offset(start[kx][b]);
+                        let lo = load_masked(p, m0, f);
+                        let v = if S == 1 {
+                            lo
+                        } else {
+                            let hi = load_masked(p.wrapping_add(8), m1, f);
+                            // [lo0 lo2 hi0 hi2 | lo4 lo6 hi4 hi6] → [lo0 lo2 lo4 lo6 hi0 … hi6]
+                            let t = _mm256_shuffle_ps::<0b10_00_10_00>(lo, hi);
+                            _mm256_castpd_ps(_mm256_permute4x64_pd::<0b11_01_10_00>(
+                                _mm256_castps_pd(t),
+                            ))
+                        };
+                        acc[b] = _mm256_fmadd_ps(wv, v, acc[b]);
+                    }
+                }
+            }
+        }
+        for b in 0..NB {
+            let o = ox0 + 8 * b;
+            if o >= g.ow {
+                break;
+            }
+            let n = (g.ow - o).min(8);
+            let sum = _mm256_add_ps(even[b], odd[b]);
+            let dst = out.wrapping_add(oy * g.ow + o);
+            // SAFETY: lanes `0..n` are `out[oy·ow + o ..][..n]`, inside the `oh·ow` floats.
+            unsafe {
+                if n == 8 {
+                    _mm256_storeu_ps(dst, sum);
+                } else {
+                    _mm256_maskstore_ps(dst, lane_mask(0, n), sum);
+                }
             }
         }
     }

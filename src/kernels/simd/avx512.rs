@@ -3,6 +3,8 @@
 
 use std::arch::x86_64::*;
 
+use super::{DwPlane, DW_MAX_KW};
+
 /// Packed A micro-panel row count (k-major stride of A).
 const MR: usize = 8;
 /// Packed B micro-panel width (k-major stride of B).
@@ -84,34 +86,6 @@ fn lane_mask(start: isize, len: usize) -> __mmask16 {
     let upto = if hi == 16 { 0xFFFF } else { (1u32 << hi) - 1 };
     (upto & !((1u32 << lo) - 1)) as __mmask16
 }
-
-/// Geometry of one depthwise plane for [`depthwise_plane`].
-#[derive(Clone, Copy)]
-pub(super) struct DwPlane {
-    /// Input rows.
-    pub in_h: usize,
-    /// Input columns.
-    pub in_w: usize,
-    /// Output rows.
-    pub oh: usize,
-    /// Output columns.
-    pub ow: usize,
-    /// Kernel rows.
-    pub kh: usize,
-    /// Kernel columns (≤ [`DW_MAX_KW`]).
-    pub kw: usize,
-    /// Vertical stride.
-    pub stride_h: usize,
-    /// Vertical dilation.
-    pub dilation_h: usize,
-    /// Zero rows above.
-    pub pad_top: usize,
-    /// Zero columns on the left.
-    pub pad_left: usize,
-}
-
-/// Widest kernel [`depthwise_plane`] handles.
-pub(super) const DW_MAX_KW: usize = 8;
 
 /// One plane of a depthwise convolution with horizontal stride `S` (1 or 2) and dilation 1:
 /// `out[oy][ox] = bias + Σ_ky Σ_kx w[ky][kx] · x[oy·sh + ky·dh − pad_top][ox·S + kx − pad_left]`,

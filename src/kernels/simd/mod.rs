@@ -34,12 +34,37 @@ pub(crate) const fn nr(isa: Isa) -> usize {
 /// Largest `mr` of all ISAs (size of the row-pointer array).
 const MAX_MR: usize = 8;
 
-/// One micro-tile: `C[r][col..col+nr_eff] = alpha * sum_k A[r,k] B[k, ..] + beta * C[..]` for the
-/// `rows.len()` rows (1 ≤ rows ≤ mr) of the tile.
+/// What a micro-tile adds and clamps before it stores:
+/// `C = clamp(alpha·A·B + beta·C + row_bias + col_bias)`.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct TileTail<'a> {
+    /// One bias per row of the tile (at least `rows.len()` values).
+    pub row_bias: Option<&'a [f32]>,
+    /// One bias per column of the tile (at least `nr_eff` values).
+    pub col_bias: Option<&'a [f32]>,
+    /// `min(max(x, lo), hi)`, NaN kept (`Relu` is `(0, +inf)`).
+    pub clamp: Option<(f32, f32)>,
+}
+
+/// The tail in the form the `unsafe` kernels take (lengths checked by [`micro_tile`]).
+#[cfg(target_arch = "x86_64")]
+#[derive(Clone, Copy)]
+struct RawTail {
+    /// Per-row biases of the tile's rows (the rest unused).
+    row_bias: Option<[f32; MAX_MR]>,
+    /// Per-column biases (`nr_eff` readable floats), or null.
+    col_bias: *const f32,
+    /// Clamp bounds.
+    clamp: Option<(f32, f32)>,
+}
+
+/// One micro-tile: `C[r][col..col+nr_eff] = alpha * sum_k A[r,k] B[k, ..] + beta * C[..]`, then
+/// the `tail` (biases, clamp), for the `rows.len()` rows (1 ≤ rows ≤ mr) of the tile.
 ///
 /// `a` is a packed A micro-panel (`kc * mr(isa)` floats, k-major, rows padded with zeros), `b` a
 /// packed B micro-panel (`kc * nr(isa)` floats, k-major). When `beta == 0` the old content of C is
-/// not read (NaN in C is ignored).
+/// not read (NaN in C is ignored). The AVX2 kernel applies the tail in registers; the others in
+/// a pass over the tile while it is in L1.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn micro_tile(
     isa: Isa,
@@ -51,6 +76,7 @@ pub(crate) fn micro_tile(
     nr_eff: usize,
     alpha: f32,
     beta: f32,
+    tail: &TileTail,
 ) {
     let mr = mr(isa);
     let nr = nr(isa);
@@ -60,55 +86,128 @@ pub(crate) fn micro_tile(
     for r in rows.iter() {
         assert!(r.len() >= col + nr_eff);
     }
+    assert!(tail.row_bias.is_none_or(|v| v.len() >= m));
+    assert!(tail.col_bias.is_none_or(|v| v.len() >= nr_eff));
+    #[cfg(target_arch = "x86_64")]
+    if isa == Isa::Avx2Fma {
+        assert!(cpu::supported(isa), "avx2+fma not supported by this CPU");
+        let mut ptrs = [std::ptr::null_mut::<f32>(); MAX_MR];
+        for (p, r) in ptrs.iter_mut().zip(rows.iter_mut()) {
+            *p = r[col..col + nr_eff].as_mut_ptr();
+        }
+        let raw = RawTail {
+            row_bias: tail.row_bias.map(|v| {
+                let mut b = [0.0; MAX_MR];
+                b[..m].copy_from_slice(&v[..m]);
+                b
+            }),
+            col_bias: tail.col_bias.map_or(std::ptr::null(), <[f32]>::as_ptr),
+            clamp: tail.clamp,
+        };
+        let (ap, bp) = (a.as_ptr(), b.as_ptr());
+        // SAFETY: the CPU supports AVX2+FMA (checked above); `a` holds kc*6 floats and `b`
+        // kc*16 (checked); ptrs[0..m] point to `nr_eff` writable floats each, in distinct `&mut`
+        // rows, so they do not overlap; m ≤ 6 and nr_eff ≤ 16; the column bias, when present,
+        // holds nr_eff floats (checked).
+        unsafe {
+            match m {
+                1 => avx2::kernel::<1>(kc, ap, bp, &ptrs, nr_eff, alpha, beta, &raw),
+                2 => avx2::kernel::<2>(kc, ap, bp, &ptrs, nr_eff, alpha, beta, &raw),
+                3 => avx2::kernel::<3>(kc, ap, bp, &ptrs, nr_eff, alpha, beta, &raw),
+                4 => avx2::kernel::<4>(kc, ap, bp, &ptrs, nr_eff, alpha, beta, &raw),
+                5 => avx2::kernel::<5>(kc, ap, bp, &ptrs, nr_eff, alpha, beta, &raw),
+                _ => avx2::kernel::<6>(kc, ap, bp, &ptrs, nr_eff, alpha, beta, &raw),
+            }
+        }
+        return;
+    }
     match isa {
         Isa::Portable => portable::kernel(kc, a, b, rows, col, nr_eff, alpha, beta),
         #[cfg(target_arch = "x86_64")]
-        Isa::Avx512 | Isa::Avx2Fma => {
-            assert!(
-                cpu::supported(isa),
-                "{} not supported by this CPU",
-                cpu::name(isa)
-            );
+        Isa::Avx512 => {
+            assert!(cpu::supported(isa), "avx512 not supported by this CPU");
             let mut ptrs = [std::ptr::null_mut::<f32>(); MAX_MR];
             for (p, r) in ptrs.iter_mut().zip(rows.iter_mut()) {
                 *p = r[col..col + nr_eff].as_mut_ptr();
             }
             let (ap, bp) = (a.as_ptr(), b.as_ptr());
-            if isa == Isa::Avx512 {
-                // SAFETY: the CPU supports AVX-512F (checked above); `a` holds kc*8 floats and
-                // `b` kc*32 (checked); ptrs[0..m] point to `nr_eff` writable floats each, in
-                // distinct `&mut` rows, so they do not overlap; m ≤ 8 and nr_eff ≤ 32.
-                unsafe {
-                    match m {
-                        1 => avx512::kernel::<1>(kc, ap, bp, &ptrs, nr_eff, alpha, beta),
-                        2 => avx512::kernel::<2>(kc, ap, bp, &ptrs, nr_eff, alpha, beta),
-                        3 => avx512::kernel::<3>(kc, ap, bp, &ptrs, nr_eff, alpha, beta),
-                        4 => avx512::kernel::<4>(kc, ap, bp, &ptrs, nr_eff, alpha, beta),
-                        5 => avx512::kernel::<5>(kc, ap, bp, &ptrs, nr_eff, alpha, beta),
-                        6 => avx512::kernel::<6>(kc, ap, bp, &ptrs, nr_eff, alpha, beta),
-                        7 => avx512::kernel::<7>(kc, ap, bp, &ptrs, nr_eff, alpha, beta),
-                        _ => avx512::kernel::<8>(kc, ap, bp, &ptrs, nr_eff, alpha, beta),
-                    }
-                }
-            } else {
-                // SAFETY: the CPU supports AVX2+FMA (checked above); `a` holds kc*6 floats and
-                // `b` kc*16 (checked); ptrs[0..m] point to `nr_eff` writable floats each, in
-                // distinct `&mut` rows, so they do not overlap; m ≤ 6 and nr_eff ≤ 16.
-                unsafe {
-                    match m {
-                        1 => avx2::kernel::<1>(kc, ap, bp, &ptrs, nr_eff, alpha, beta),
-                        2 => avx2::kernel::<2>(kc, ap, bp, &ptrs, nr_eff, alpha, beta),
-                        3 => avx2::kernel::<3>(kc, ap, bp, &ptrs, nr_eff, alpha, beta),
-                        4 => avx2::kernel::<4>(kc, ap, bp, &ptrs, nr_eff, alpha, beta),
-                        5 => avx2::kernel::<5>(kc, ap, bp, &ptrs, nr_eff, alpha, beta),
-                        _ => avx2::kernel::<6>(kc, ap, bp, &ptrs, nr_eff, alpha, beta),
-                    }
+            // SAFETY: the CPU supports AVX-512F (checked above); `a` holds kc*8 floats and `b`
+            // kc*32 (checked); ptrs[0..m] point to `nr_eff` writable floats each, in distinct
+            // `&mut` rows, so they do not overlap; m ≤ 8 and nr_eff ≤ 32.
+            unsafe {
+                match m {
+                    1 => avx512::kernel::<1>(kc, ap, bp, &ptrs, nr_eff, alpha, beta),
+                    2 => avx512::kernel::<2>(kc, ap, bp, &ptrs, nr_eff, alpha, beta),
+                    3 => avx512::kernel::<3>(kc, ap, bp, &ptrs, nr_eff, alpha, beta),
+                    4 => avx512::kernel::<4>(kc, ap, bp, &ptrs, nr_eff, alpha, beta),
+                    5 => avx512::kernel::<5>(kc, ap, bp, &ptrs, nr_eff, alpha, beta),
+                    6 => avx512::kernel::<6>(kc, ap, bp, &ptrs, nr_eff, alpha, beta),
+                    7 => avx512::kernel::<7>(kc, ap, bp, &ptrs, nr_eff, alpha, beta),
+                    _ => avx512::kernel::<8>(kc, ap, bp, &ptrs, nr_eff, alpha, beta),
                 }
             }
         }
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2Fma => unreachable!("the AVX2 kernel returned above"),
         #[cfg(not(target_arch = "x86_64"))]
         _ => portable::kernel(kc, a, b, rows, col, nr_eff, alpha, beta),
     }
+    vectorize(isa, || apply_tail(rows, col, nr_eff, tail));
+}
+
+/// The tile tail as a pass over the stored tile (same operations, in the same order, as the
+/// in-register tail of the AVX2 kernel).
+#[inline(always)]
+fn apply_tail(rows: &mut [&mut [f32]], col: usize, nr_eff: usize, tail: &TileTail) {
+    if tail.row_bias.is_none() && tail.col_bias.is_none() && tail.clamp.is_none() {
+        return;
+    }
+    for (r, row) in rows.iter_mut().enumerate() {
+        let row = &mut row[col..col + nr_eff];
+        if let Some(b) = tail.row_bias {
+            let v = b[r];
+            row.iter_mut().for_each(|x| *x += v);
+        }
+        if let Some(b) = tail.col_bias {
+            row.iter_mut().zip(b).for_each(|(x, &v)| *x += v);
+        }
+        if let Some((lo, hi)) = tail.clamp {
+            row.iter_mut().for_each(|x| {
+                let v = if *x < lo { lo } else { *x };
+                *x = if v > hi { hi } else { v };
+            });
+        }
+    }
+}
+
+/// Widest kernel the depthwise plane kernels handle.
+#[cfg(target_arch = "x86_64")]
+const DW_MAX_KW: usize = 8;
+
+/// Geometry of one depthwise plane, as the per-ISA plane kernels take it.
+#[cfg(target_arch = "x86_64")]
+#[derive(Clone, Copy)]
+struct DwPlane {
+    /// Input rows.
+    in_h: usize,
+    /// Input columns.
+    in_w: usize,
+    /// Output rows.
+    oh: usize,
+    /// Output columns.
+    ow: usize,
+    /// Kernel rows.
+    kh: usize,
+    /// Kernel columns (≤ [`DW_MAX_KW`]).
+    kw: usize,
+    /// Vertical stride.
+    stride_h: usize,
+    /// Vertical dilation.
+    dilation_h: usize,
+    /// Zero rows above.
+    pad_top: usize,
+    /// Zero columns on the left.
+    pad_left: usize,
 }
 
 /// Geometry of one depthwise-convolution plane for [`depthwise_plane`].
@@ -132,7 +231,7 @@ pub(crate) struct DepthwisePlane {
 /// 2: `out[oy][ox] = bias + Σ w[ky][kx] · x[oy·sh + ky·dh − pt][ox·sw + kx − pl]`, positions
 /// outside the input reading as zero.
 ///
-/// Returns `false`, computing nothing, when `isa` has no such kernel (only AVX-512 has) or the
+/// Returns `false`, computing nothing, when `isa` has no such kernel (AVX-512 and AVX2 have) or the
 /// geometry is outside what it handles; the caller then uses its portable loop.
 pub(crate) fn depthwise_plane(
     isa: Isa,
@@ -145,6 +244,8 @@ pub(crate) fn depthwise_plane(
     #[cfg(target_arch = "x86_64")]
     {
         let (kh, kw) = g.kernel;
+        // Column positions are computed in i32 lanes by the AVX2 kernel.
+        let small = g.in_hw.1 < (i32::MAX as usize) / 4 && g.out_hw.1 < (i32::MAX as usize) / 4;
         let fits = g
             .in_hw
             .0
@@ -155,13 +256,14 @@ pub(crate) fn depthwise_plane(
                 .0
                 .checked_mul(g.out_hw.1)
                 .is_some_and(|n| out.len() >= n);
-        if isa == Isa::Avx512
-            && cpu::supported(isa)
+        let has_kernel = matches!(isa, Isa::Avx512 | Isa::Avx2Fma) && cpu::supported(isa);
+        if has_kernel
             && (g.stride.1 == 1 || g.stride.1 == 2)
-            && (1..=avx512::DW_MAX_KW).contains(&kw)
+            && (1..=DW_MAX_KW).contains(&kw)
             && fits
+            && small
         {
-            let plane = avx512::DwPlane {
+            let plane = DwPlane {
                 in_h: g.in_hw.0,
                 in_w: g.in_hw.1,
                 oh: g.out_hw.0,
@@ -174,14 +276,16 @@ pub(crate) fn depthwise_plane(
                 pad_left: g.pad.1,
             };
             let (xp, wp, op) = (x.as_ptr(), w.as_ptr(), out.as_mut_ptr());
-            // SAFETY: the CPU supports AVX-512F (checked); `x`, `w` and `out` hold at least
+            // SAFETY: the CPU supports `isa` (checked); `x`, `w` and `out` hold at least
             // in_h·in_w, kh·kw and oh·ow floats (checked, without overflow); `out` is a `&mut`
-            // slice, so it does not overlap `x`; kw ≤ DW_MAX_KW (checked).
+            // slice, so it does not overlap `x`; kw ≤ DW_MAX_KW and the widths fit i32 lanes
+            // (checked).
             unsafe {
-                if g.stride.1 == 1 {
-                    avx512::depthwise_plane::<1>(&plane, xp, wp, bias, op);
-                } else {
-                    avx512::depthwise_plane::<2>(&plane, xp, wp, bias, op);
+                match (isa, g.stride.1) {
+                    (Isa::Avx512, 1) => avx512::depthwise_plane::<1>(&plane, xp, wp, bias, op),
+                    (Isa::Avx512, _) => avx512::depthwise_plane::<2>(&plane, xp, wp, bias, op),
+                    (_, 1) => avx2::depthwise_plane::<1>(&plane, xp, wp, bias, op),
+                    _ => avx2::depthwise_plane::<2>(&plane, xp, wp, bias, op),
                 }
             }
             return true;
