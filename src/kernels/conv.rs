@@ -20,6 +20,7 @@ use rayon::prelude::*;
 use super::activation::Activation;
 use super::cpu::{self, Isa};
 use super::gemm::{self, Bias, Epilogue, MatRef, PackedA, PanelSource};
+use super::winograd::{self, WinogradFilters};
 use super::{depthwise, KernelError};
 use std::sync::Arc;
 
@@ -142,6 +143,8 @@ pub enum ConvFilters {
     Depthwise(Vec<f32>),
     /// One prepacked GEMM `A` operand per group.
     Packed(Vec<PackedA>),
+    /// Winograd-transformed filters (3×3, stride 1, see [`winograd::suits`]).
+    Winograd(WinogradFilters),
 }
 
 impl ConvFilters {
@@ -157,6 +160,14 @@ impl ConvFilters {
         }
         if p.is_depthwise() {
             return Ok(ConvFilters::Depthwise(weights.to_vec()));
+        }
+        if winograd::suits(p) {
+            return Ok(ConvFilters::Winograd(WinogradFilters::prepare(
+                isa,
+                p.out_channels,
+                p.in_channels,
+                weights,
+            )));
         }
         let ocg = p.out_channels / p.groups;
         let k = (p.in_channels / p.groups) * p.kernel_h * p.kernel_w;
@@ -178,6 +189,8 @@ impl ConvFilters {
 enum Path {
     /// Per-channel direct loop.
     Depthwise,
+    /// Winograd F(4×4, 3×3).
+    Winograd,
     /// GEMM per group with prepacked weights (pointwise or im2col).
     Gemm {
         pointwise: bool,
@@ -256,7 +269,10 @@ impl Conv2d {
         }
         let fits = match &*filters {
             ConvFilters::Depthwise(w) => p.is_depthwise() && w.len() == p.weights_len(),
-            ConvFilters::Packed(g) => !p.is_depthwise() && g.len() == p.groups,
+            ConvFilters::Packed(g) => {
+                !p.is_depthwise() && !winograd::suits(&p) && g.len() == p.groups
+            }
+            ConvFilters::Winograd(f) => f.fits(&p),
         };
         if !fits {
             return Err(KernelError::new(
@@ -265,6 +281,8 @@ impl Conv2d {
         }
         let path = if p.is_depthwise() {
             Path::Depthwise
+        } else if winograd::suits(&p) {
+            Path::Winograd
         } else {
             let pointwise = p.kernel_h == 1
                 && p.kernel_w == 1
@@ -329,6 +347,15 @@ impl Conv2d {
             (Path::Depthwise, ConvFilters::Depthwise(w)) => {
                 self.run_depthwise(w, input, output, activation)
             }
+            (Path::Winograd, ConvFilters::Winograd(f)) => winograd::run(
+                self.isa,
+                p,
+                f,
+                self.bias.as_deref(),
+                activation,
+                input,
+                output,
+            ),
             (
                 Path::Gemm {
                     pointwise,

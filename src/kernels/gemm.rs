@@ -333,6 +333,31 @@ pub fn sgemm_packed(
     );
 }
 
+/// [`sgemm_packed`] with a parallelism switch (kernels that already parallelise outside).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn sgemm_packed_with(
+    parallel: bool,
+    alpha: f32,
+    a: MatRef,
+    b: &PackedB,
+    beta: f32,
+    c: &mut [f32],
+    ldc: usize,
+    epilogue: &Epilogue,
+) {
+    gemm(
+        b.isa,
+        alpha,
+        Src::Mat(a),
+        Src::PackedB(b),
+        beta,
+        c,
+        ldc,
+        epilogue,
+        parallel,
+    );
+}
+
 /// [`sgemm_ep`] with a prepacked A.
 #[allow(clippy::too_many_arguments)]
 pub fn sgemm_packed_a(
@@ -762,7 +787,20 @@ fn pack_a(isa: Isa, a: &MatRef, k0: usize, kc: usize, dst: &mut [f32], par: bool
     let pack = |(p, panel): (usize, &mut [f32])| {
         let i0 = p * mr;
         let rows = mr.min(a.rows - i0);
-        if a.col_stride == 1 {
+        if a.col_stride == 1 && rows == mr {
+            // Full panel: walk k, reading the `mr` rows side by side (sequential reads, one
+            // contiguous write per k).
+            let mut src: [&[f32]; simd::MAX_MR] = [&[]; simd::MAX_MR];
+            for (r, s) in src.iter_mut().enumerate().take(mr) {
+                let start = (i0 + r) * a.row_stride + k0;
+                *s = &a.data[start..start + kc];
+            }
+            for (kk, d) in panel.chunks_exact_mut(mr).take(kc).enumerate() {
+                for (dv, s) in d.iter_mut().zip(&src) {
+                    *dv = s[kk];
+                }
+            }
+        } else if a.col_stride == 1 {
             for r in 0..rows {
                 let start = (i0 + r) * a.row_stride + k0;
                 let src = &a.data[start..start + kc];

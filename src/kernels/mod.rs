@@ -43,6 +43,7 @@ pub mod scalar;
 mod simd;
 pub mod softmax;
 pub mod transpose;
+pub mod winograd;
 
 pub use activation::Activation;
 pub use cpu::Isa;

@@ -32,7 +32,7 @@ pub(crate) const fn nr(isa: Isa) -> usize {
 }
 
 /// Largest `mr` of all ISAs (size of the row-pointer array).
-const MAX_MR: usize = 8;
+pub(crate) const MAX_MR: usize = 8;
 
 /// What a micro-tile adds and clamps before it stores:
 /// `C = clamp(alpha·A·B + beta·C + row_bias + col_bias)`.
