@@ -593,6 +593,12 @@ impl PanelSource for Im2col<'_> {
                     let start = a * p.stride_w + kr.kd - p.pad_left;
                     if p.stride_w == 1 {
                         copy_short(mid, &irow[start..start + (b - a)]);
+                    } else if p.stride_w == 2 {
+                        // Exact-length source: no bounds checks in the loop.
+                        let src = &irow[start..start + 2 * (b - a) - 1];
+                        for (i, o) in mid.iter_mut().enumerate() {
+                            *o = src[2 * i];
+                        }
                     } else {
                         for (o, &v) in mid.iter_mut().zip(irow[start..].iter().step_by(p.stride_w))
                         {

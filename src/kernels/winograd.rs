@@ -49,8 +49,10 @@ const G: [[f64; 3]; 6] = [
 ];
 
 /// Whether the convolution `p` is one this module computes: 3×3, stride 1, dilation 1, one
-/// group, and at least 16 input and output channels (below that the transforms cost more than
-/// the multiplications they save).
+/// group, at least 16 input and output channels (below that the transforms cost more than the
+/// multiplications they save), and at most 256×256 channel pairs: the transformed filters take
+/// 4× the memory of the plain ones, and the wide layers (512 channels at 7×7 in ResNet-50) are
+/// where the 4×4 tiles fit the image worst, so there the memory is not worth the time saved.
 pub fn suits(p: &Conv2dParams) -> bool {
     p.kernel_h == 3
         && p.kernel_w == 3
@@ -61,7 +63,11 @@ pub fn suits(p: &Conv2dParams) -> bool {
         && p.groups == 1
         && p.in_channels >= 16
         && p.out_channels >= 16
+        && p.in_channels * p.out_channels <= MAX_CHANNEL_PAIRS
 }
+
+/// Most `in_c · out_c` [`suits`] accepts.
+const MAX_CHANNEL_PAIRS: usize = 256 * 256;
 
 /// The transformed filters of one convolution: `U_e = (G g Gᵀ)_e` for each of the 36
 /// positions, an `[in_c × out_c]` GEMM B operand each.
@@ -79,19 +85,23 @@ impl WinogradFilters {
     /// Transforms `weights` (`[out_c, in_c, 3, 3]`, checked by the caller) for `isa`'s GEMM.
     pub fn prepare(isa: Isa, out_c: usize, in_c: usize, weights: &[f32]) -> Self {
         let mut u = vec![vec![0.0f32; in_c * out_c]; E];
-        for o in 0..out_c {
-            for c in 0..in_c {
+        // Input channel outer, output channel inner: each of the 36 matrices is written
+        // sequentially (row `c`, columns `o`).
+        for c in 0..in_c {
+            for o in 0..out_c {
                 let g = &weights[(o * in_c + c) * 9..][..9];
                 // t = G·g (6×3), then t·Gᵀ (6×6), in f64 and rounded once.
                 let mut t = [[0.0f64; 3]; 6];
                 for (ti, gi) in t.iter_mut().zip(&G) {
                     for (k, tk) in ti.iter_mut().enumerate() {
-                        *tk = (0..3).map(|j| gi[j] * f64::from(g[j * 3 + k])).sum();
+                        *tk = gi[0] * f64::from(g[k])
+                            + gi[1] * f64::from(g[3 + k])
+                            + gi[2] * f64::from(g[6 + k]);
                     }
                 }
                 for (i, ti) in t.iter().enumerate() {
                     for (j, gj) in G.iter().enumerate() {
-                        let v: f64 = (0..3).map(|k| ti[k] * gj[k]).sum();
+                        let v = ti[0] * gj[0] + ti[1] * gj[1] + ti[2] * gj[2];
                         u[i * 6 + j][c * out_c + o] = v as f32;
                     }
                 }
@@ -500,6 +510,11 @@ mod tests {
         assert!(!suits(&Conv2dParams { groups: 2, ..base }));
         assert!(!suits(&Conv2dParams {
             in_channels: 8,
+            ..base
+        }));
+        assert!(!suits(&Conv2dParams {
+            in_channels: 512,
+            out_channels: 512,
             ..base
         }));
     }
