@@ -11,7 +11,9 @@ fn main() {
     let path = args.get(1).expect("usage: profile_model MODEL.onnx [RUNS]");
     let runs: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(100);
     let bytes = std::fs::read(path).expect("readable model");
+    let t0 = Instant::now();
     let exe = compile_executable(&bytes, Vec::new()).expect("model compiles");
+    println!("compiled in {:.1} ms", t0.elapsed().as_secs_f64() * 1e3);
     let inputs: Vec<Tensor> = exe
         .inputs()
         .iter()

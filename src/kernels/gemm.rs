@@ -3,18 +3,17 @@
 //! # Algorithm
 //! Loops, outermost first (`mr`/`nr` = register tile of the ISA's micro-kernel, see
 //! [`tile_size`]):
-//! 1. `jc` over columns of C in blocks of [`NC`] (B block `KC×NC` ≈ 4 MiB, lives in L3),
-//! 2. `pc` over the shared dimension in blocks of [`KC`] (256: with AVX-512's 8×32 tile an
-//!    `mr×KC` A micro-panel is 8 KiB and a `KC×nr` B micro-panel 32 KiB; measured on Zen 4,
-//!    256 beat 128 and 192),
+//! 1. `jc` over columns of C in blocks of [`NC`] (B block `KC×NC`, lives in L3),
+//! 2. `pc` over the shared dimension in blocks of `KC` ([`kc_block`]: 256 for AVX-512's 8×32
+//!    tile, 512 for AVX2's 6×16 tile, so that a `KC×nr` B micro-panel is 32 KiB),
 //!    - pack B block `KC×NC` into `nr`-wide k-major micro-panels (skipped for [`PackedB`]),
 //!    - pack A `M×KC` into `mr`-tall k-major micro-panels (skipped for [`PackedA`]),
 //! 3. C is split in tasks of up to [`MC`] rows × a column chunk, run in parallel on rayon's
 //!    current pool; inside a task `jr` walks `nr`-wide B micro-panels (kept in L1) and `ir` walks
-//!    the `mr`-tall A micro-panels of the task (an `MC×KC` A block, 96 KiB, kept in L2),
+//!    the `mr`-tall A micro-panels of the task (an `MC×KC` A block, kept in L2),
 //! 4. the micro-kernel accumulates an `mr×nr` tile in registers over `KC` and writes it back with
 //!    `alpha`/`beta`; after the last `KC` block the [`Epilogue`] (bias + activation) is applied to
-//!    the tile while it is still in L1.
+//!    the tile while it is still in registers (AVX2: biases, Relu, Clip) or in L1.
 //!
 //! Tiny problems run on the calling thread (no rayon overhead). Packing buffers are cached per
 //! thread between calls. A B operand can also be generated on the fly while packing (the
@@ -30,9 +29,18 @@ use super::activation::Activation;
 use super::cpu::{self, Isa};
 use super::simd::{self, TileTail};
 
-/// Shared-dimension block size (rows of a packed B block / columns of a packed A block).
-pub const KC: usize = 256;
-/// Rows of C per task (A block `MC×KC` = 96 KiB, stays in L2). A multiple of every `mr`.
+/// Shared-dimension block size (rows of a packed B block / columns of a packed A block) of
+/// `isa`: the `KC×nr` B micro-panel should fill about half of L1. Measured on Zen 4 with
+/// AVX-512's 8×32 tile, 256 (a 32 KiB panel) beat 128 and 192; on Zen 3 with AVX2's 6×16 tile,
+/// 512 (32 KiB) beat 256, 384 and 768 (sgemm 1024³: 81 GFLOP/s against 71 at 256).
+pub const fn kc_block(isa: Isa) -> usize {
+    match isa {
+        Isa::Avx2Fma => 512,
+        _ => 256,
+    }
+}
+
+/// Rows of C per task (A block `MC×KC` of 96–192 KiB stays in L2). A multiple of every `mr`.
 pub const MC: usize = 96;
 /// Columns of C per B block (`KC×NC` floats ≈ 4 MiB). A multiple of every `nr`.
 pub const NC: usize = 4096;
@@ -171,8 +179,9 @@ impl PackedA {
         let (mr, _) = tile_size(isa);
         let m_pad = a.rows.div_ceil(mr) * mr;
         let mut data = vec![0.0; m_pad * a.cols];
-        for k0 in (0..a.cols).step_by(KC) {
-            let kc = KC.min(a.cols - k0);
+        let kcb = kc_block(isa);
+        for k0 in (0..a.cols).step_by(kcb) {
+            let kc = kcb.min(a.cols - k0);
             pack_a(
                 isa,
                 &a,
@@ -230,8 +239,9 @@ impl PackedB {
         let (_, nr) = tile_size(isa);
         let n_pad = b.cols.div_ceil(nr) * nr;
         let mut data = vec![0.0; n_pad * b.rows];
-        for k0 in (0..b.rows).step_by(KC) {
-            let kc = KC.min(b.rows - k0);
+        let kcb = kc_block(isa);
+        for k0 in (0..b.rows).step_by(kcb) {
+            let kc = kcb.min(b.rows - k0);
             pack_b(
                 isa,
                 &MatSource(b),
@@ -539,6 +549,7 @@ fn gemm(
     }
     // A packed operand fixes the ISA; an unsupported one degrades to a checked panic in simd.
     let (mr, nr) = tile_size(isa);
+    let kcb = kc_block(isa);
 
     if k == 0 {
         for (i, row) in c.chunks_mut(ldc).take(m).enumerate() {
@@ -563,12 +574,12 @@ fn gemm(
 
     // Packing buffers, reused across calls on this thread (see `take_buffer`).
     let mut a_buf = match a {
-        Src::Mat(_) => take_buffer(&A_BUF, m_pad * KC.min(k)),
+        Src::Mat(_) => take_buffer(&A_BUF, m_pad * kcb.min(k)),
         _ => Vec::new(),
     };
     let mut b_buf = match b {
         Src::Mat(_) | Src::Panels(_) => {
-            take_buffer(&B_BUF, KC.min(k) * NC.min(n.div_ceil(nr) * nr))
+            take_buffer(&B_BUF, kcb.min(k) * NC.min(n.div_ceil(nr) * nr))
         }
         _ => Vec::new(),
     };
@@ -589,8 +600,8 @@ fn gemm(
         } else {
             (MC, nc_panels * nr)
         };
-        for pc in (0..k).step_by(KC) {
-            let kc = KC.min(k - pc);
+        for pc in (0..k).step_by(kcb) {
+            let kc = kcb.min(k - pc);
             let first = pc == 0;
             let last = pc + kc == k;
             let a_pan: &[f32] = match a {
@@ -730,33 +741,31 @@ fn run_task(
         let col = jp * nr;
         let nr_eff = nr.min(width - col);
         let j = jc + t.j0 + col;
-        for (ip, rows) in t.rows.chunks_mut(mr).enumerate() {
-            let a_micro = &a_task[ip * kc * mr..(ip + 1) * kc * mr];
-            let i = t.i0 + ip * mr;
-            let tail = match ep {
-                Some(e) => TileTail {
-                    row_bias: match e.bias {
-                        Bias::PerRow(b) => Some(&b[i..i + rows.len()]),
-                        _ => None,
-                    },
-                    col_bias: match e.bias {
-                        Bias::PerCol(b) => Some(&b[j..j + nr_eff]),
-                        _ => None,
-                    },
-                    clamp,
+        let rows = &mut t.rows[..];
+        let a_rows = &a_task[..rows.len().div_ceil(mr) * kc * mr];
+        let tail = match ep {
+            Some(e) => TileTail {
+                row_bias: match e.bias {
+                    Bias::PerRow(b) => Some(&b[t.i0..t.i0 + rows.len()]),
+                    _ => None,
                 },
-                None => TileTail::default(),
-            };
-            simd::micro_tile(
-                isa, kc, a_micro, b_micro, rows, col, nr_eff, alpha, beta, &tail,
-            );
-            if rest != Activation::None {
-                simd::vectorize(isa, || {
-                    for row in rows.iter_mut() {
-                        rest.apply_inline(&mut row[col..col + nr_eff]);
-                    }
-                });
-            }
+                col_bias: match e.bias {
+                    Bias::PerCol(b) => Some(&b[j..j + nr_eff]),
+                    _ => None,
+                },
+                clamp,
+            },
+            None => TileTail::default(),
+        };
+        simd::micro_column(
+            isa, kc, a_rows, b_micro, rows, col, nr_eff, alpha, beta, &tail,
+        );
+        if rest != Activation::None {
+            simd::vectorize(isa, || {
+                for row in rows.iter_mut() {
+                    rest.apply_inline(&mut row[col..col + nr_eff]);
+                }
+            });
         }
     }
 }

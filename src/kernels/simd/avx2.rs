@@ -10,26 +10,70 @@ const MR: usize = 6;
 /// Packed B micro-panel width (k-major stride of B).
 const NR: usize = 16;
 
-/// Computes `C[r][0..nr] = clamp(alpha * (A·B)[r] + beta * C[r] + bias)` for rows `r < M`, the
-/// biases and clamp given by `tail` (see `TileTail`).
+/// Write-back state shared by the tiles of one column of C: lane masks, alpha and beta, the
+/// column bias and the clamp bounds.
+struct Store {
+    m0: __m256i,
+    m1: __m256i,
+    full: bool,
+    va: __m256,
+    vb: __m256,
+    beta: f32,
+    col_bias: Option<(__m256, __m256)>,
+    clamp: Option<(__m256, __m256)>,
+}
+
+/// The [`Store`] of a column `nr` wide (`1 ≤ nr ≤ 16`).
+///
+/// # Safety
+/// The CPU supports AVX2; `tail.col_bias` is null or readable for `nr` floats.
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+unsafe fn store_setup(nr: usize, alpha: f32, beta: f32, tail: &RawTail) -> Store {
+    let lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    let n = nr as i32;
+    let m0 = _mm256_cmpgt_epi32(_mm256_set1_epi32(n), lanes);
+    let m1 = _mm256_cmpgt_epi32(_mm256_set1_epi32(n - 8), lanes);
+    // SAFETY: a non-null column bias holds `nr` floats (contract); the masks select exactly
+    // lanes `0..nr`, and masked-off lanes are not accessed.
+    let col_bias = (!tail.col_bias.is_null()).then(|| unsafe {
+        (
+            _mm256_maskload_ps(tail.col_bias, m0),
+            _mm256_maskload_ps(tail.col_bias.wrapping_add(8), m1),
+        )
+    });
+    Store {
+        m0,
+        m1,
+        full: nr == NR,
+        va: _mm256_set1_ps(alpha),
+        vb: _mm256_set1_ps(beta),
+        beta,
+        col_bias,
+        clamp: tail
+            .clamp
+            .map(|(lo, hi)| (_mm256_set1_ps(lo), _mm256_set1_ps(hi))),
+    }
+}
+
+/// One `M×16` tile: accumulates over `kc`, then stores
+/// `clamp(alpha·acc + beta·C + row_bias + col_bias)` through `s`.
 ///
 /// # Safety
 /// - The CPU supports AVX2 and FMA.
 /// - `a` is readable for `kc * 6` floats, `b` for `kc * 16` floats.
-/// - For `r < M`, `c[r]` is valid for reads and writes of `nr` floats (`1 ≤ nr ≤ 16`), and these
-///   ranges do not overlap each other nor `a`/`b`.
-/// - `tail.col_bias` is null or readable for `nr` floats.
+/// - `c[r]` for `r < M` is valid for reads and writes of the tile's `nr` floats, the ranges
+///   disjoint from each other and from `a`/`b`.
+/// - `row_bias` is null or readable for `M` floats.
 #[target_feature(enable = "avx2,fma")]
-#[allow(clippy::too_many_arguments)]
-pub(super) unsafe fn kernel<const M: usize>(
+#[inline]
+unsafe fn tile<const M: usize>(
     kc: usize,
     a: *const f32,
     b: *const f32,
-    c: &[*mut f32; 8],
-    nr: usize,
-    alpha: f32,
-    beta: f32,
-    tail: &RawTail,
+    c: &[*mut f32],
+    row_bias: *const f32,
+    s: &Store,
 ) {
     let mut acc0 = [_mm256_setzero_ps(); M];
     let mut acc1 = [_mm256_setzero_ps(); M];
@@ -47,54 +91,37 @@ pub(super) unsafe fn kernel<const M: usize>(
             }
         }
     }
-    let lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    let n = nr as i32;
-    let m0 = _mm256_cmpgt_epi32(_mm256_set1_epi32(n), lanes);
-    let m1 = _mm256_cmpgt_epi32(_mm256_set1_epi32(n - 8), lanes);
-    let full = nr == NR;
-    let va = _mm256_set1_ps(alpha);
-    let vb = _mm256_set1_ps(beta);
-    // SAFETY: a non-null column bias holds `nr` floats (contract); the masks select exactly
-    // lanes `0..nr`, and masked-off lanes are not accessed.
-    let col_bias = (!tail.col_bias.is_null()).then(|| unsafe {
-        (
-            _mm256_maskload_ps(tail.col_bias, m0),
-            _mm256_maskload_ps(tail.col_bias.wrapping_add(8), m1),
-        )
-    });
-    let clamp = tail
-        .clamp
-        .map(|(lo, hi)| (_mm256_set1_ps(lo), _mm256_set1_ps(hi)));
     for i in 0..M {
         let p0 = c[i];
         // Masked-off lanes are neither read nor written (vmaskmov does not fault on them), so
         // `p1` may point past the row when nr ≤ 8; `wrapping_add` keeps the arithmetic defined.
         let p1 = p0.wrapping_add(8);
-        let mut r0 = _mm256_mul_ps(acc0[i], va);
-        let mut r1 = _mm256_mul_ps(acc1[i], va);
-        if beta != 0.0 {
+        let mut r0 = _mm256_mul_ps(acc0[i], s.va);
+        let mut r1 = _mm256_mul_ps(acc1[i], s.va);
+        if s.beta != 0.0 {
             // SAFETY: for a full tile all 16 floats of c[i] are valid; otherwise only the lanes
             // selected by m0/m1, which are exactly c[i][0..nr], are read.
             let (c0, c1) = unsafe {
-                if full {
+                if s.full {
                     (_mm256_loadu_ps(p0), _mm256_loadu_ps(p1))
                 } else {
-                    (_mm256_maskload_ps(p0, m0), _mm256_maskload_ps(p1, m1))
+                    (_mm256_maskload_ps(p0, s.m0), _mm256_maskload_ps(p1, s.m1))
                 }
             };
-            r0 = _mm256_fmadd_ps(c0, vb, r0);
-            r1 = _mm256_fmadd_ps(c1, vb, r1);
+            r0 = _mm256_fmadd_ps(c0, s.vb, r0);
+            r1 = _mm256_fmadd_ps(c1, s.vb, r1);
         }
-        if let Some(rb) = &tail.row_bias {
-            let v = _mm256_set1_ps(rb[i]);
+        if !row_bias.is_null() {
+            // SAFETY: a non-null row bias holds M floats (contract).
+            let v = _mm256_set1_ps(unsafe { *row_bias.add(i) });
             r0 = _mm256_add_ps(r0, v);
             r1 = _mm256_add_ps(r1, v);
         }
-        if let Some((b0, b1)) = col_bias {
+        if let Some((b0, b1)) = s.col_bias {
             r0 = _mm256_add_ps(r0, b0);
             r1 = _mm256_add_ps(r1, b1);
         }
-        if let Some((lo, hi)) = clamp {
+        if let Some((lo, hi)) = s.clamp {
             // max(lo, x) and min(hi, x) return x when it is NaN (the second operand), like the
             // scalar clamp.
             r0 = _mm256_min_ps(hi, _mm256_max_ps(lo, r0));
@@ -102,12 +129,60 @@ pub(super) unsafe fn kernel<const M: usize>(
         }
         // SAFETY: as for the loads above, for writes.
         unsafe {
-            if full {
+            if s.full {
                 _mm256_storeu_ps(p0, r0);
                 _mm256_storeu_ps(p1, r1);
             } else {
-                _mm256_maskstore_ps(p0, m0, r0);
-                _mm256_maskstore_ps(p1, m1, r1);
+                _mm256_maskstore_ps(p0, s.m0, r0);
+                _mm256_maskstore_ps(p1, s.m1, r1);
+            }
+        }
+    }
+}
+
+/// One column of C, `nr` wide, over `c.len()` rows: the `⌈rows/6⌉` A micro-panels in `a`
+/// (`kc·6` floats each, consecutive) times the B micro-panel `b`, each tile stored as
+/// `clamp(alpha·A·B + beta·C + bias)` with the biases and clamp of `tail`. One call per column
+/// keeps the per-tile work to the accumulation and the store.
+///
+/// # Safety
+/// - The CPU supports AVX2 and FMA.
+/// - `a` is readable for `⌈c.len()/6⌉ · kc · 6` floats, `b` for `kc · 16` floats.
+/// - Every `c[r]` is valid for reads and writes of `nr` floats (`1 ≤ nr ≤ 16`), the ranges
+///   disjoint from each other and from `a`/`b`.
+/// - `tail.row_bias` is null or readable for `c.len()` floats; `tail.col_bias` null or
+///   readable for `nr` floats.
+#[target_feature(enable = "avx2,fma")]
+#[allow(clippy::too_many_arguments)]
+pub(super) unsafe fn kernel_column(
+    kc: usize,
+    a: *const f32,
+    b: *const f32,
+    c: &[*mut f32],
+    nr: usize,
+    alpha: f32,
+    beta: f32,
+    tail: &RawTail,
+) {
+    // SAFETY: forwarded contract.
+    let s = unsafe { store_setup(nr, alpha, beta, tail) };
+    for (p, rows) in c.chunks(MR).enumerate() {
+        let ap = a.wrapping_add(p * kc * MR);
+        let rb = if tail.row_bias.is_null() {
+            tail.row_bias
+        } else {
+            tail.row_bias.wrapping_add(p * MR)
+        };
+        // SAFETY: panel `p` of `a` and rows `6p ..` of `c` and of the row bias are in range
+        // (contract); `rows.len()` is the tile height.
+        unsafe {
+            match rows.len() {
+                1 => tile::<1>(kc, ap, b, rows, rb, &s),
+                2 => tile::<2>(kc, ap, b, rows, rb, &s),
+                3 => tile::<3>(kc, ap, b, rows, rb, &s),
+                4 => tile::<4>(kc, ap, b, rows, rb, &s),
+                5 => tile::<5>(kc, ap, b, rows, rb, &s),
+                _ => tile::<6>(kc, ap, b, rows, rb, &s),
             }
         }
     }

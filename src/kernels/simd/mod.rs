@@ -50,8 +50,8 @@ pub(crate) struct TileTail<'a> {
 #[cfg(target_arch = "x86_64")]
 #[derive(Clone, Copy)]
 struct RawTail {
-    /// Per-row biases of the tile's rows (the rest unused).
-    row_bias: Option<[f32; MAX_MR]>,
+    /// Per-row biases (one readable float per row), or null.
+    row_bias: *const f32,
     /// Per-column biases (`nr_eff` readable floats), or null.
     col_bias: *const f32,
     /// Clamp bounds.
@@ -90,35 +90,7 @@ pub(crate) fn micro_tile(
     assert!(tail.col_bias.is_none_or(|v| v.len() >= nr_eff));
     #[cfg(target_arch = "x86_64")]
     if isa == Isa::Avx2Fma {
-        assert!(cpu::supported(isa), "avx2+fma not supported by this CPU");
-        let mut ptrs = [std::ptr::null_mut::<f32>(); MAX_MR];
-        for (p, r) in ptrs.iter_mut().zip(rows.iter_mut()) {
-            *p = r[col..col + nr_eff].as_mut_ptr();
-        }
-        let raw = RawTail {
-            row_bias: tail.row_bias.map(|v| {
-                let mut b = [0.0; MAX_MR];
-                b[..m].copy_from_slice(&v[..m]);
-                b
-            }),
-            col_bias: tail.col_bias.map_or(std::ptr::null(), <[f32]>::as_ptr),
-            clamp: tail.clamp,
-        };
-        let (ap, bp) = (a.as_ptr(), b.as_ptr());
-        // SAFETY: the CPU supports AVX2+FMA (checked above); `a` holds kc*6 floats and `b`
-        // kc*16 (checked); ptrs[0..m] point to `nr_eff` writable floats each, in distinct `&mut`
-        // rows, so they do not overlap; m ≤ 6 and nr_eff ≤ 16; the column bias, when present,
-        // holds nr_eff floats (checked).
-        unsafe {
-            match m {
-                1 => avx2::kernel::<1>(kc, ap, bp, &ptrs, nr_eff, alpha, beta, &raw),
-                2 => avx2::kernel::<2>(kc, ap, bp, &ptrs, nr_eff, alpha, beta, &raw),
-                3 => avx2::kernel::<3>(kc, ap, bp, &ptrs, nr_eff, alpha, beta, &raw),
-                4 => avx2::kernel::<4>(kc, ap, bp, &ptrs, nr_eff, alpha, beta, &raw),
-                5 => avx2::kernel::<5>(kc, ap, bp, &ptrs, nr_eff, alpha, beta, &raw),
-                _ => avx2::kernel::<6>(kc, ap, bp, &ptrs, nr_eff, alpha, beta, &raw),
-            }
-        }
+        avx2_column(kc, a, b, rows, col, nr_eff, alpha, beta, tail);
         return;
     }
     match isa {
@@ -153,6 +125,95 @@ pub(crate) fn micro_tile(
         _ => portable::kernel(kc, a, b, rows, col, nr_eff, alpha, beta),
     }
     vectorize(isa, || apply_tail(rows, col, nr_eff, tail));
+}
+
+/// A column of micro-tiles: [`micro_tile`] for every `mr` rows of `rows` (the A micro-panels
+/// consecutive in `a`), with `tail.row_bias` covering all of `rows`. The AVX2 kernel does the
+/// whole column in one call; the other ISAs tile by tile.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn micro_column(
+    isa: Isa,
+    kc: usize,
+    a: &[f32],
+    b: &[f32],
+    rows: &mut [&mut [f32]],
+    col: usize,
+    nr_eff: usize,
+    alpha: f32,
+    beta: f32,
+    tail: &TileTail,
+) {
+    #[cfg(target_arch = "x86_64")]
+    if isa == Isa::Avx2Fma {
+        avx2_column(kc, a, b, rows, col, nr_eff, alpha, beta, tail);
+        return;
+    }
+    let mr = mr(isa);
+    for (ip, tile) in rows.chunks_mut(mr).enumerate() {
+        let t = TileTail {
+            row_bias: tail.row_bias.map(|v| &v[ip * mr..]),
+            ..*tail
+        };
+        let a_micro = &a[ip * kc * mr..(ip + 1) * kc * mr];
+        micro_tile(isa, kc, a_micro, b, tile, col, nr_eff, alpha, beta, &t);
+    }
+}
+
+/// Rows per call of the AVX2 column kernel (bounds its pointer array).
+#[cfg(target_arch = "x86_64")]
+const COLUMN_ROWS: usize = 96;
+
+/// [`micro_column`] by the AVX2 column kernel, `COLUMN_ROWS` rows per call.
+#[cfg(target_arch = "x86_64")]
+#[allow(clippy::too_many_arguments)]
+fn avx2_column(
+    kc: usize,
+    a: &[f32],
+    b: &[f32],
+    rows: &mut [&mut [f32]],
+    col: usize,
+    nr_eff: usize,
+    alpha: f32,
+    beta: f32,
+    tail: &TileTail,
+) {
+    let isa = Isa::Avx2Fma;
+    let (mr, nr) = (self::mr(isa), self::nr(isa));
+    assert!(cpu::supported(isa), "avx2+fma not supported by this CPU");
+    assert!((1..=nr).contains(&nr_eff) && b.len() >= kc * nr);
+    assert!(a.len() >= rows.len().div_ceil(mr) * kc * mr);
+    assert!(tail.row_bias.is_none_or(|v| v.len() >= rows.len()));
+    assert!(tail.col_bias.is_none_or(|v| v.len() >= nr_eff));
+    let mut ptrs = [std::ptr::null_mut::<f32>(); COLUMN_ROWS];
+    for (chunk, part) in rows.chunks_mut(COLUMN_ROWS).enumerate() {
+        let r0 = chunk * COLUMN_ROWS;
+        for (p, r) in ptrs.iter_mut().zip(part.iter_mut()) {
+            *p = r[col..col + nr_eff].as_mut_ptr();
+        }
+        let raw = RawTail {
+            row_bias: tail.row_bias.map_or(std::ptr::null(), |v| v[r0..].as_ptr()),
+            col_bias: tail.col_bias.map_or(std::ptr::null(), <[f32]>::as_ptr),
+            clamp: tail.clamp,
+        };
+        let ap = a[r0 / mr * kc * mr..].as_ptr();
+        // SAFETY: the CPU supports AVX2+FMA (checked); `a` holds ⌈rows/6⌉·kc·6 floats from the
+        // chunk's first panel on (checked; COLUMN_ROWS is a multiple of 6), `b` kc·16 (checked);
+        // the pointers come from distinct `&mut` rows, each with `nr_eff ≤ 16` floats from
+        // `col` on (sliced above), so they are valid and disjoint; the row bias holds a value
+        // for every row from `r0` on and the column bias `nr_eff` values (checked).
+        unsafe {
+            avx2::kernel_column(
+                kc,
+                ap,
+                b.as_ptr(),
+                &ptrs[..part.len()],
+                nr_eff,
+                alpha,
+                beta,
+                &raw,
+            );
+        }
+    }
 }
 
 /// The tile tail as a pass over the stored tile (same operations, in the same order, as the
