@@ -330,17 +330,7 @@ pub fn sgemm_packed(
     ldc: usize,
     epilogue: &Epilogue,
 ) {
-    gemm(
-        b.isa,
-        alpha,
-        Src::Mat(a),
-        Src::PackedB(b),
-        beta,
-        c,
-        ldc,
-        epilogue,
-        true,
-    );
+    sgemm_packed_with(true, alpha, a, b, beta, c, ldc, epilogue);
 }
 
 /// [`sgemm_packed`] with a parallelism switch (kernels that already parallelise outside).
