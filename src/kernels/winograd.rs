@@ -193,11 +193,7 @@ fn run_blocked(
             let tile_in = |(t, vt): (usize, &mut [f32])| {
                 simd::vectorize(isa, || input_tile(p, x, t0 + t, tw, vt));
             };
-            if par {
-                v.par_chunks_mut(E * ic).enumerate().for_each(tile_in);
-            } else {
-                v.chunks_mut(E * ic).enumerate().for_each(tile_in);
-            }
+            for_each_chunk(par, v, E * ic, tile_in);
             // 3. One GEMM per position.
             let v = &*v;
             let gemm_e = |(e, me): (usize, &mut [f32])| {
@@ -210,11 +206,7 @@ fn run_blocked(
                 };
                 gemm::sgemm_packed_with(false, 1.0, a, &f.u[e], 0.0, me, oc, &Epilogue::NONE);
             };
-            if par {
-                m.par_chunks_mut(n * oc).enumerate().for_each(gemm_e);
-            } else {
-                m.chunks_mut(n * oc).enumerate().for_each(gemm_e);
-            }
+            for_each_chunk(par, m, n * oc, gemm_e);
             // 4. Output transform, L output planes per task.
             let m = &*m;
             let tile_out = |(q, planes): (usize, &mut [f32])| {
@@ -223,16 +215,22 @@ fn run_blocked(
                     output_tiles(p, m, n, t0, tw, o0, bias, act, planes);
                 });
             };
-            if par {
-                out.par_chunks_mut(L * oh * ow)
-                    .enumerate()
-                    .for_each(tile_out);
-            } else {
-                out.chunks_mut(L * oh * ow).enumerate().for_each(tile_out);
-            }
+            for_each_chunk(par, out, L * oh * ow, tile_out);
         }
     }
     SCRATCH.with(|s| s.set((v, m)));
+}
+
+/// Calls `f(index, chunk)` for every `size`-float chunk of `data`, on rayon's pool when `par`.
+fn for_each_chunk<F>(par: bool, data: &mut [f32], size: usize, f: F)
+where
+    F: Fn((usize, &mut [f32])) + Sync + Send,
+{
+    if par {
+        data.par_chunks_mut(size).enumerate().for_each(f);
+    } else {
+        data.chunks_mut(size).enumerate().for_each(f);
+    }
 }
 
 /// `Bᵀ·d` for one column of 6 values per lane (also applied to rows: `B` is its transpose).
