@@ -401,6 +401,7 @@ impl Conv2d {
             let bias = self.bias.as_ref().map(|v| &v[g * ocg..(g + 1) * ocg]);
             let ep = Epilogue {
                 bias: bias.map_or(Bias::None, Bias::PerRow),
+                residual: None,
                 activation: act,
             };
             if pointwise {

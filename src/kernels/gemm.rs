@@ -132,26 +132,37 @@ pub enum Bias<'a> {
     PerCol(&'a [f32]),
 }
 
-/// Work fused into the GEMM write-back: `C = act(alpha·A·B + beta·C + bias)`.
+/// Work fused into the GEMM write-back: `C = act(alpha·A·B + beta·C + bias + residual)`.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Epilogue<'a> {
     /// Bias added after accumulation.
     pub bias: Bias<'a>,
+    /// A matrix of C's shape added after the bias (e.g. a residual connection): element
+    /// `(i, j)` is `data[i * ld + j]`, with `ld` the second field (`≥ n`).
+    pub residual: Option<(&'a [f32], usize)>,
     /// Activation applied last.
     pub activation: Activation,
 }
 
 impl Epilogue<'static> {
-    /// No bias, no activation.
+    /// No bias, no residual, no activation.
     pub const NONE: Epilogue<'static> = Epilogue {
         bias: Bias::None,
+        residual: None,
         activation: Activation::None,
     };
 }
 
 impl Epilogue<'_> {
     fn is_none(&self) -> bool {
-        matches!(self.bias, Bias::None) && self.activation == Activation::None
+        matches!(self.bias, Bias::None)
+            && self.residual.is_none()
+            && self.activation == Activation::None
+    }
+
+    /// Row `i` of the residual, from column 0 (`n` elements).
+    fn residual_row(&self, i: usize, n: usize) -> Option<&[f32]> {
+        self.residual.map(|(z, ld)| &z[i * ld..i * ld + n])
     }
 }
 
@@ -480,11 +491,13 @@ enum Src<'a> {
     Panels(&'a dyn PanelSource),
 }
 
-/// One parallel unit: rows `i0..i0+rows.len()` × columns `j0..j0+width` of the current C block.
+/// One parallel unit: rows `i0..i0+rows.len()` × columns `j0..j0+width` of the current C block,
+/// with the matching pieces of the epilogue's residual (empty when it has none).
 struct Task<'c> {
     i0: usize,
     j0: usize,
     rows: Vec<&'c mut [f32]>,
+    residual: Vec<&'c [f32]>,
 }
 
 /// The driver behind every public entry point.
@@ -537,6 +550,12 @@ fn gemm(
         Bias::PerCol(bias) => assert!(bias.len() >= n, "gemm: per-col bias too short"),
         Bias::None => {}
     }
+    if let Some((z, ld)) = ep.residual {
+        assert!(
+            ld >= n && z.len() >= (m - 1) * ld + n,
+            "gemm: residual too short"
+        );
+    }
     // A packed operand fixes the ISA; an unsupported one degrades to a checked panic in simd.
     let (mr, nr) = tile_size(isa);
     let kcb = kc_block(isa);
@@ -549,7 +568,8 @@ fn gemm(
             } else {
                 row.iter_mut().for_each(|v| *v *= beta);
             }
-            simd::vectorize(isa, || epilogue_row(ep, row, i, 0));
+            let z = ep.residual_row(i, n);
+            simd::vectorize(isa, || epilogue_row(ep, row, z, i, 0));
         }
         return;
     }
@@ -634,12 +654,18 @@ fn gemm(
                     i0: (t / ncb) * mb,
                     j0: (t % ncb) * cb,
                     rows: Vec::new(),
+                    residual: Vec::new(),
                 })
                 .collect();
             for (i, row) in c.chunks_mut(ldc).take(m).enumerate() {
                 let row = &mut row[jc..jc + nc];
                 for (q, piece) in row.chunks_mut(cb).enumerate() {
                     tasks[(i / mb) * ncb + q].rows.push(piece);
+                }
+                if let Some(z) = ep.residual_row(i, n).filter(|_| last) {
+                    for (q, piece) in z[jc..jc + nc].chunks(cb).enumerate() {
+                        tasks[(i / mb) * ncb + q].residual.push(piece);
+                    }
                 }
             }
             let run = |t: &mut Task| {
@@ -743,6 +769,7 @@ fn run_task(
                     Bias::PerCol(b) => Some(&b[j..j + nr_eff]),
                     _ => None,
                 },
+                residual: (!t.residual.is_empty()).then_some(&t.residual[..]),
                 clamp,
             },
             None => TileTail::default(),
@@ -760,10 +787,11 @@ fn run_task(
     }
 }
 
-/// Applies bias and activation to `row`, the piece of C row `i` starting at column `j`.
-/// Inlined into callers compiled for the right ISA (inside `simd::vectorize`).
+/// Applies bias, residual (`z`, the matching piece of the residual's row) and activation to
+/// `row`, the piece of C row `i` starting at column `j`. Inlined into callers compiled for the
+/// right ISA (inside `simd::vectorize`).
 #[inline(always)]
-fn epilogue_row(ep: &Epilogue, row: &mut [f32], i: usize, j: usize) {
+fn epilogue_row(ep: &Epilogue, row: &mut [f32], z: Option<&[f32]>, i: usize, j: usize) {
     match ep.bias {
         Bias::None => {}
         Bias::PerRow(b) => {
@@ -776,6 +804,9 @@ fn epilogue_row(ep: &Epilogue, row: &mut [f32], i: usize, j: usize) {
                 .zip(&b[j..j + len])
                 .for_each(|(x, &v)| *x += v);
         }
+    }
+    if let Some(z) = z {
+        row.iter_mut().zip(z).for_each(|(x, &v)| *x += v);
     }
     ep.activation.apply_inline(row);
 }
@@ -1099,35 +1130,43 @@ mod tests {
                     (Bias::PerCol(&col_bias), clip),
                     (Bias::None, Activation::Relu),
                 ] {
-                    let mut want = vec![0.0; m * n];
-                    reference::gemm_ref(1.0, &am, &bm, 0.0, &mut want, n);
-                    for i in 0..m {
-                        for j in 0..n {
-                            let v = &mut want[i * n + j];
-                            *v += match bias {
-                                Bias::None => 0.0,
-                                Bias::PerRow(b) => b[i],
-                                Bias::PerCol(b) => b[j],
-                            };
-                            *v = reference::activation_ref(act, *v);
+                    // The residual has a leading dimension wider than n (a strided view).
+                    let ldz = n + 3;
+                    let z = rng.vec(m * ldz);
+                    for residual in [None, Some((&z[..], ldz))] {
+                        let mut want = vec![0.0; m * n];
+                        reference::gemm_ref(1.0, &am, &bm, 0.0, &mut want, n);
+                        for i in 0..m {
+                            for j in 0..n {
+                                let v = &mut want[i * n + j];
+                                *v += match bias {
+                                    Bias::None => 0.0,
+                                    Bias::PerRow(b) => b[i],
+                                    Bias::PerCol(b) => b[j],
+                                };
+                                if let Some((z, ld)) = residual {
+                                    *v += z[i * ld + j];
+                                }
+                                *v = reference::activation_ref(act, *v);
+                            }
                         }
+                        let ep = Epilogue {
+                            bias,
+                            residual,
+                            activation: act,
+                        };
+                        let what = format!(
+                            "{isa:?} {m}x{n}x{k} {act:?} residual {}",
+                            residual.is_some()
+                        );
+                        let mut got = vec![f32::NAN; m * n];
+                        sgemm_with(isa, true, 1.0, am, bm, 0.0, &mut got, n, &ep);
+                        check_close(&got, &want, k, &what);
+                        let pb = PackedB::with_isa(isa, bm);
+                        let mut got = vec![f32::NAN; m * n];
+                        sgemm_packed(1.0, am, &pb, 0.0, &mut got, n, &ep);
+                        check_close(&got, &want, k, &format!("packed {what}"));
                     }
-                    let ep = Epilogue {
-                        bias,
-                        activation: act,
-                    };
-                    let mut got = vec![f32::NAN; m * n];
-                    sgemm_with(isa, true, 1.0, am, bm, 0.0, &mut got, n, &ep);
-                    check_close(&got, &want, k, &format!("{isa:?} {m}x{n}x{k} {act:?}"));
-                    let pb = PackedB::with_isa(isa, bm);
-                    let mut got = vec![f32::NAN; m * n];
-                    sgemm_packed(1.0, am, &pb, 0.0, &mut got, n, &ep);
-                    check_close(
-                        &got,
-                        &want,
-                        k,
-                        &format!("{isa:?} packed {m}x{n}x{k} {act:?}"),
-                    );
                 }
             }
         }
@@ -1153,6 +1192,7 @@ mod tests {
             ] {
                 let ep = Epilogue {
                     bias: Bias::None,
+                    residual: None,
                     activation: act,
                 };
                 let mut c = vec![0.5f32; m * n];

@@ -112,6 +112,7 @@ impl Kernel for GemmKernel {
         let mut beta = 0.0;
         let mut ep = Epilogue {
             bias: Bias::None,
+            residual: None,
             activation: self.activation,
         };
         match &self.c {

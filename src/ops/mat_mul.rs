@@ -93,6 +93,7 @@ impl Kernel for MatMulKernel {
         let (m, n, k) = (self.m, self.n, self.k);
         let ep = Epilogue {
             bias: self.bias.as_deref().map_or(Bias::None, Bias::PerCol),
+            residual: None,
             activation: self.activation,
         };
         if let Some(pb) = &self.packed_b {

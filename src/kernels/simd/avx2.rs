@@ -64,7 +64,8 @@ unsafe fn store_setup(nr: usize, alpha: f32, beta: f32, tail: &RawTail) -> Store
 /// - `a` is readable for `kc * 6` floats, `b` for `kc * 16` floats.
 /// - `c[r]` for `r < M` is valid for reads and writes of the tile's `nr` floats, the ranges
 ///   disjoint from each other and from `a`/`b`.
-/// - `row_bias` is null or readable for `M` floats.
+/// - `row_bias` is null or readable for `M` floats; `res` is null or points to `M` pointers,
+///   each readable for the tile's `nr` floats.
 #[target_feature(enable = "avx2,fma")]
 #[inline]
 unsafe fn tile<const M: usize>(
@@ -73,6 +74,7 @@ unsafe fn tile<const M: usize>(
     b: *const f32,
     c: &[*mut f32],
     row_bias: *const f32,
+    res: *const *const f32,
     s: &Store,
 ) {
     let mut acc0 = [_mm256_setzero_ps(); M];
@@ -121,6 +123,21 @@ unsafe fn tile<const M: usize>(
             r0 = _mm256_add_ps(r0, b0);
             r1 = _mm256_add_ps(r1, b1);
         }
+        if !res.is_null() {
+            // SAFETY: a non-null `res` holds M row pointers, each readable for the tile's `nr`
+            // floats (contract): all 16 for a full tile, else the lanes m0/m1 select.
+            unsafe {
+                let q0 = *res.add(i);
+                let q1 = q0.wrapping_add(8);
+                let (z0, z1) = if s.full {
+                    (_mm256_loadu_ps(q0), _mm256_loadu_ps(q1))
+                } else {
+                    (_mm256_maskload_ps(q0, s.m0), _mm256_maskload_ps(q1, s.m1))
+                };
+                r0 = _mm256_add_ps(r0, z0);
+                r1 = _mm256_add_ps(r1, z1);
+            }
+        }
         if let Some((lo, hi)) = s.clamp {
             // max(lo, x) and min(hi, x) return x when it is NaN (the second operand), like the
             // scalar clamp.
@@ -142,8 +159,8 @@ unsafe fn tile<const M: usize>(
 
 /// One column of C, `nr` wide, over `c.len()` rows: the `⌈rows/6⌉` A micro-panels in `a`
 /// (`kc·6` floats each, consecutive) times the B micro-panel `b`, each tile stored as
-/// `clamp(alpha·A·B + beta·C + bias)` with the biases and clamp of `tail`. One call per column
-/// keeps the per-tile work to the accumulation and the store.
+/// `clamp(alpha·A·B + beta·C + biases + residual)` with the biases, residual and clamp of
+/// `tail`. One call per column keeps the per-tile work to the accumulation and the store.
 ///
 /// # Safety
 /// - The CPU supports AVX2 and FMA.
@@ -151,6 +168,7 @@ unsafe fn tile<const M: usize>(
 /// - Every `c[r]` is valid for reads and writes of `nr` floats (`1 ≤ nr ≤ 16`), the ranges
 ///   disjoint from each other and from `a`/`b`.
 /// - `tail.row_bias` is null or readable for `c.len()` floats; `tail.col_bias` null or
+///   readable for `nr` floats; `tail.residual` null or pointing to `c.len()` pointers, each
 ///   readable for `nr` floats.
 #[target_feature(enable = "avx2,fma")]
 #[allow(clippy::too_many_arguments)]
@@ -173,16 +191,21 @@ pub(super) unsafe fn kernel_column(
         } else {
             tail.row_bias.wrapping_add(p * MR)
         };
-        // SAFETY: panel `p` of `a` and rows `6p ..` of `c` and of the row bias are in range
-        // (contract); `rows.len()` is the tile height.
+        let res = if tail.residual.is_null() {
+            tail.residual
+        } else {
+            tail.residual.wrapping_add(p * MR)
+        };
+        // SAFETY: panel `p` of `a` and rows `6p ..` of `c`, of the row bias and of the residual
+        // are in range (contract); `rows.len()` is the tile height.
         unsafe {
             match rows.len() {
-                1 => tile::<1>(kc, ap, b, rows, rb, &s),
-                2 => tile::<2>(kc, ap, b, rows, rb, &s),
-                3 => tile::<3>(kc, ap, b, rows, rb, &s),
-                4 => tile::<4>(kc, ap, b, rows, rb, &s),
-                5 => tile::<5>(kc, ap, b, rows, rb, &s),
-                _ => tile::<6>(kc, ap, b, rows, rb, &s),
+                1 => tile::<1>(kc, ap, b, rows, rb, res, &s),
+                2 => tile::<2>(kc, ap, b, rows, rb, res, &s),
+                3 => tile::<3>(kc, ap, b, rows, rb, res, &s),
+                4 => tile::<4>(kc, ap, b, rows, rb, res, &s),
+                5 => tile::<5>(kc, ap, b, rows, rb, res, &s),
+                _ => tile::<6>(kc, ap, b, rows, rb, res, &s),
             }
         }
     }

@@ -1,31 +1,86 @@
-//! AVX-512F GEMM micro-kernel: an `M×32` register tile (`M ≤ 8`), two zmm accumulators per row.
+//! AVX-512F kernels: the GEMM micro-kernel (an `M×32` register tile, `M ≤ 8`, two zmm
+//! accumulators per row, biases, residual and clamp applied in registers) and the
+//! depthwise-convolution plane kernel.
 #![allow(clippy::incompatible_msrv)] // AVX-512 intrinsics are stable since Rust 1.89.
 
 use std::arch::x86_64::*;
 
-use super::{DwPlane, DW_MAX_KW};
+use super::{DwPlane, RawTail, DW_MAX_KW};
 
 /// Packed A micro-panel row count (k-major stride of A).
 const MR: usize = 8;
 /// Packed B micro-panel width (k-major stride of B).
 const NR: usize = 32;
 
-/// Computes `C[r][0..nr] = alpha * (A·B)[r] + beta * C[r]` for rows `r < M`.
+/// Write-back state shared by the tiles of one column of C: lane masks, alpha and beta, the
+/// column bias and the clamp bounds.
+struct Store {
+    m0: __mmask16,
+    m1: __mmask16,
+    va: __m512,
+    vb: __m512,
+    beta: f32,
+    col_bias: Option<(__m512, __m512)>,
+    clamp: Option<(__m512, __m512)>,
+}
+
+/// The [`Store`] of a column `nr` wide (`1 ≤ nr ≤ 32`).
+///
+/// # Safety
+/// The CPU supports AVX-512F; `tail.col_bias` is null or readable for `nr` floats.
+#[target_feature(enable = "avx512f")]
+#[inline]
+unsafe fn store_setup(nr: usize, alpha: f32, beta: f32, tail: &RawTail) -> Store {
+    let m0: __mmask16 = if nr >= 16 { 0xFFFF } else { (1u16 << nr) - 1 };
+    let m1: __mmask16 = if nr >= 32 {
+        0xFFFF
+    } else if nr > 16 {
+        (1u16 << (nr - 16)) - 1
+    } else {
+        0
+    };
+    // SAFETY: a non-null column bias holds `nr` floats (contract); the masks select exactly
+    // lanes `0..nr`, and masked-off lanes are not accessed.
+    let col_bias = (!tail.col_bias.is_null()).then(|| unsafe {
+        (
+            _mm512_maskz_loadu_ps(m0, tail.col_bias),
+            _mm512_maskz_loadu_ps(m1, tail.col_bias.wrapping_add(16)),
+        )
+    });
+    Store {
+        m0,
+        m1,
+        va: _mm512_set1_ps(alpha),
+        vb: _mm512_set1_ps(beta),
+        beta,
+        col_bias,
+        clamp: tail
+            .clamp
+            .map(|(lo, hi)| (_mm512_set1_ps(lo), _mm512_set1_ps(hi))),
+    }
+}
+
+/// One `M×32` tile (`M×16` when `W2` is false: a column at most 16 wide, whose second half
+/// is neither computed nor stored): accumulates over `kc`, then stores
+/// `clamp(alpha·acc + beta·C + row_bias + col_bias + residual)` through `s`.
 ///
 /// # Safety
 /// - The CPU supports AVX-512F.
 /// - `a` is readable for `kc * 8` floats, `b` for `kc * 32` floats.
-/// - For `r < M`, `c[r]` is valid for reads and writes of `nr` floats (`1 ≤ nr ≤ 32`), and these
-///   ranges do not overlap each other nor `a`/`b`.
+/// - `c[r]` for `r < M` is valid for reads and writes of the tile's `nr` floats, the ranges
+///   disjoint from each other and from `a`/`b`; `W2` is false only when `nr ≤ 16`.
+/// - `row_bias` is null or readable for `M` floats; `res` is null or points to `M` pointers,
+///   each readable for the tile's `nr` floats.
 #[target_feature(enable = "avx512f")]
-pub(super) unsafe fn kernel<const M: usize>(
+#[inline]
+unsafe fn tile<const M: usize, const W2: bool>(
     kc: usize,
     a: *const f32,
     b: *const f32,
-    c: &[*mut f32; 8],
-    nr: usize,
-    alpha: f32,
-    beta: f32,
+    c: &[*mut f32],
+    row_bias: *const f32,
+    res: *const *const f32,
+    s: &Store,
 ) {
     let mut acc0 = [_mm512_setzero_ps(); M];
     let mut acc1 = [_mm512_setzero_ps(); M];
@@ -35,41 +90,134 @@ pub(super) unsafe fn kernel<const M: usize>(
             let bp = b.add(k * NR);
             let ap = a.add(k * MR);
             let b0 = _mm512_loadu_ps(bp);
-            let b1 = _mm512_loadu_ps(bp.add(16));
+            let b1 = if W2 { _mm512_loadu_ps(bp.add(16)) } else { b0 };
             for i in 0..M {
                 let ai = _mm512_set1_ps(*ap.add(i));
                 acc0[i] = _mm512_fmadd_ps(ai, b0, acc0[i]);
-                acc1[i] = _mm512_fmadd_ps(ai, b1, acc1[i]);
+                if W2 {
+                    acc1[i] = _mm512_fmadd_ps(ai, b1, acc1[i]);
+                }
             }
         }
     }
-    let m0: __mmask16 = if nr >= 16 { 0xFFFF } else { (1u16 << nr) - 1 };
-    let m1: __mmask16 = if nr >= 32 {
-        0xFFFF
-    } else if nr > 16 {
-        (1u16 << (nr - 16)) - 1
-    } else {
-        0
-    };
-    let va = _mm512_set1_ps(alpha);
-    let vb = _mm512_set1_ps(beta);
     for i in 0..M {
         let p0 = c[i];
         // Masked-off lanes are neither read nor written, so `p1` may point past the row when
         // nr ≤ 16 (mask m1 is then 0); `wrapping_add` keeps the pointer arithmetic defined.
         let p1 = p0.wrapping_add(16);
-        let r0 = _mm512_mul_ps(acc0[i], va);
-        let r1 = _mm512_mul_ps(acc1[i], va);
-        // SAFETY: lanes selected by m0/m1 are exactly c[i][0..nr], valid per the contract.
+        let mut r0 = _mm512_mul_ps(acc0[i], s.va);
+        let mut r1 = _mm512_mul_ps(acc1[i], s.va);
+        if s.beta != 0.0 {
+            // SAFETY: the lanes selected by m0/m1 are exactly c[i][0..nr], valid per the
+            // contract.
+            let (c0, c1) = unsafe {
+                (
+                    _mm512_maskz_loadu_ps(s.m0, p0),
+                    _mm512_maskz_loadu_ps(s.m1, p1),
+                )
+            };
+            r0 = _mm512_fmadd_ps(c0, s.vb, r0);
+            r1 = _mm512_fmadd_ps(c1, s.vb, r1);
+        }
+        if !row_bias.is_null() {
+            // SAFETY: a non-null row bias holds M floats (contract).
+            let v = _mm512_set1_ps(unsafe { *row_bias.add(i) });
+            r0 = _mm512_add_ps(r0, v);
+            r1 = _mm512_add_ps(r1, v);
+        }
+        if let Some((b0, b1)) = s.col_bias {
+            r0 = _mm512_add_ps(r0, b0);
+            r1 = _mm512_add_ps(r1, b1);
+        }
+        if !res.is_null() {
+            // SAFETY: a non-null `res` holds M row pointers, each readable for the lanes the
+            // masks select (contract).
+            unsafe {
+                let q0 = *res.add(i);
+                r0 = _mm512_add_ps(r0, _mm512_maskz_loadu_ps(s.m0, q0));
+                if W2 {
+                    r1 = _mm512_add_ps(r1, _mm512_maskz_loadu_ps(s.m1, q0.wrapping_add(16)));
+                }
+            }
+        }
+        if let Some((lo, hi)) = s.clamp {
+            // max(lo, x) and min(hi, x) return x when it is NaN (the second operand), like the
+            // scalar clamp.
+            r0 = _mm512_min_ps(hi, _mm512_max_ps(lo, r0));
+            r1 = _mm512_min_ps(hi, _mm512_max_ps(lo, r1));
+        }
+        // SAFETY: as for the loads above, for writes.
         unsafe {
-            if beta == 0.0 {
-                _mm512_mask_storeu_ps(p0, m0, r0);
-                _mm512_mask_storeu_ps(p1, m1, r1);
+            _mm512_mask_storeu_ps(p0, s.m0, r0);
+            if W2 {
+                _mm512_mask_storeu_ps(p1, s.m1, r1);
+            }
+        }
+    }
+}
+
+/// One column of C, `nr` wide, over `c.len()` rows: the `⌈rows/8⌉` A micro-panels in `a`
+/// (`kc·8` floats each, consecutive) times the B micro-panel `b`, each tile stored as
+/// `clamp(alpha·A·B + beta·C + biases + residual)` with the biases, residual and clamp of
+/// `tail`. A column at most 16 wide computes only the first half of each tile.
+///
+/// # Safety
+/// - The CPU supports AVX-512F.
+/// - `a` is readable for `⌈c.len()/8⌉ · kc · 8` floats, `b` for `kc · 32` floats.
+/// - Every `c[r]` is valid for reads and writes of `nr` floats (`1 ≤ nr ≤ 32`), the ranges
+///   disjoint from each other and from `a`/`b`.
+/// - `tail.row_bias` is null or readable for `c.len()` floats; `tail.col_bias` null or
+///   readable for `nr` floats; `tail.residual` null or pointing to `c.len()` pointers, each
+///   readable for `nr` floats.
+#[target_feature(enable = "avx512f")]
+#[allow(clippy::too_many_arguments)]
+pub(super) unsafe fn kernel_column(
+    kc: usize,
+    a: *const f32,
+    b: *const f32,
+    c: &[*mut f32],
+    nr: usize,
+    alpha: f32,
+    beta: f32,
+    tail: &RawTail,
+) {
+    // SAFETY: forwarded contract.
+    let s = unsafe { store_setup(nr, alpha, beta, tail) };
+    let wide = nr > 16;
+    for (p, rows) in c.chunks(MR).enumerate() {
+        let ap = a.wrapping_add(p * kc * MR);
+        let rb = if tail.row_bias.is_null() {
+            tail.row_bias
+        } else {
+            tail.row_bias.wrapping_add(p * MR)
+        };
+        let res = if tail.residual.is_null() {
+            tail.residual
+        } else {
+            tail.residual.wrapping_add(p * MR)
+        };
+        macro_rules! go {
+            ($w:literal) => {
+                match rows.len() {
+                    1 => tile::<1, $w>(kc, ap, b, rows, rb, res, &s),
+                    2 => tile::<2, $w>(kc, ap, b, rows, rb, res, &s),
+                    3 => tile::<3, $w>(kc, ap, b, rows, rb, res, &s),
+                    4 => tile::<4, $w>(kc, ap, b, rows, rb, res, &s),
+                    5 => tile::<5, $w>(kc, ap, b, rows, rb, res, &s),
+                    6 => tile::<6, $w>(kc, ap, b, rows, rb, res, &s),
+                    7 => tile::<7, $w>(kc, ap, b, rows, rb, res, &s),
+                    _ => tile::<8, $w>(kc, ap, b, rows, rb, res, &s),
+                }
+            };
+        }
+        // SAFETY: panel `p` of `a` and rows `8p ..` of `c`, of the row bias and of the
+        // residual are in range (contract); `rows.len()` is the tile height, and the narrow
+        // tile is used only when `nr ≤ 16`.
+        unsafe {
+            if wide {
+                go!(true)
             } else {
-                let c0 = _mm512_maskz_loadu_ps(m0, p0);
-                let c1 = _mm512_maskz_loadu_ps(m1, p1);
-                _mm512_mask_storeu_ps(p0, m0, _mm512_fmadd_ps(c0, vb, r0));
-                _mm512_mask_storeu_ps(p1, m1, _mm512_fmadd_ps(c1, vb, r1));
+                go!(false)
             }
         }
     }

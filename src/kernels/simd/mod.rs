@@ -35,18 +35,21 @@ pub(crate) const fn nr(isa: Isa) -> usize {
 pub(crate) const MAX_MR: usize = 8;
 
 /// What a micro-tile adds and clamps before it stores:
-/// `C = clamp(alpha·A·B + beta·C + row_bias + col_bias)`.
+/// `C = clamp(alpha·A·B + beta·C + row_bias + col_bias + residual)`.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct TileTail<'a> {
     /// One bias per row of the tile (at least `rows.len()` values).
     pub row_bias: Option<&'a [f32]>,
     /// One bias per column of the tile (at least `nr_eff` values).
     pub col_bias: Option<&'a [f32]>,
+    /// A matrix added element-wise, one piece per row of C, indexed like the rows of C (the
+    /// tile reads `residual[r][col..col + nr_eff]`).
+    pub residual: Option<&'a [&'a [f32]]>,
     /// `min(max(x, lo), hi)`, NaN kept (`Relu` is `(0, +inf)`).
     pub clamp: Option<(f32, f32)>,
 }
 
-/// The tail in the form the `unsafe` kernels take (lengths checked by [`micro_tile`]).
+/// The tail in the form the `unsafe` kernels take (lengths checked by [`micro_column`]).
 #[cfg(target_arch = "x86_64")]
 #[derive(Clone, Copy)]
 struct RawTail {
@@ -54,82 +57,21 @@ struct RawTail {
     row_bias: *const f32,
     /// Per-column biases (`nr_eff` readable floats), or null.
     col_bias: *const f32,
+    /// One pointer per row to `nr_eff` readable residual floats, or null.
+    residual: *const *const f32,
     /// Clamp bounds.
     clamp: Option<(f32, f32)>,
 }
 
-/// One micro-tile: `C[r][col..col+nr_eff] = alpha * sum_k A[r,k] B[k, ..] + beta * C[..]`, then
-/// the `tail` (biases, clamp), for the `rows.len()` rows (1 ≤ rows ≤ mr) of the tile.
+/// A column of micro-tiles: for every `mr` rows of `rows` (the A micro-panels consecutive in
+/// `a`, `kc * mr(isa)` floats each, k-major, rows padded with zeros) and the B micro-panel `b`
+/// (`kc * nr(isa)` floats, k-major):
+/// `C[r][col..col+nr_eff] = clamp(alpha·A·B + beta·C + row_bias + col_bias + residual)`, with
+/// `tail.row_bias` and `tail.residual` covering all of `rows`.
 ///
-/// `a` is a packed A micro-panel (`kc * mr(isa)` floats, k-major, rows padded with zeros), `b` a
-/// packed B micro-panel (`kc * nr(isa)` floats, k-major). When `beta == 0` the old content of C is
-/// not read (NaN in C is ignored). The AVX2 kernel applies the tail in registers; the others in
-/// a pass over the tile while it is in L1.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn micro_tile(
-    isa: Isa,
-    kc: usize,
-    a: &[f32],
-    b: &[f32],
-    rows: &mut [&mut [f32]],
-    col: usize,
-    nr_eff: usize,
-    alpha: f32,
-    beta: f32,
-    tail: &TileTail,
-) {
-    let mr = mr(isa);
-    let nr = nr(isa);
-    let m = rows.len();
-    assert!((1..=mr).contains(&m) && (1..=nr).contains(&nr_eff));
-    assert!(a.len() >= kc * mr && b.len() >= kc * nr);
-    for r in rows.iter() {
-        assert!(r.len() >= col + nr_eff);
-    }
-    assert!(tail.row_bias.is_none_or(|v| v.len() >= m));
-    assert!(tail.col_bias.is_none_or(|v| v.len() >= nr_eff));
-    #[cfg(target_arch = "x86_64")]
-    if isa == Isa::Avx2Fma {
-        avx2_column(kc, a, b, rows, col, nr_eff, alpha, beta, tail);
-        return;
-    }
-    match isa {
-        Isa::Portable => portable::kernel(kc, a, b, rows, col, nr_eff, alpha, beta),
-        #[cfg(target_arch = "x86_64")]
-        Isa::Avx512 => {
-            assert!(cpu::supported(isa), "avx512 not supported by this CPU");
-            let mut ptrs = [std::ptr::null_mut::<f32>(); MAX_MR];
-            for (p, r) in ptrs.iter_mut().zip(rows.iter_mut()) {
-                *p = r[col..col + nr_eff].as_mut_ptr();
-            }
-            let (ap, bp) = (a.as_ptr(), b.as_ptr());
-            // SAFETY: the CPU supports AVX-512F (checked above); `a` holds kc*8 floats and `b`
-            // kc*32 (checked); ptrs[0..m] point to `nr_eff` writable floats each, in distinct
-            // `&mut` rows, so they do not overlap; m ≤ 8 and nr_eff ≤ 32.
-            unsafe {
-                match m {
-                    1 => avx512::kernel::<1>(kc, ap, bp, &ptrs, nr_eff, alpha, beta),
-                    2 => avx512::kernel::<2>(kc, ap, bp, &ptrs, nr_eff, alpha, beta),
-                    3 => avx512::kernel::<3>(kc, ap, bp, &ptrs, nr_eff, alpha, beta),
-                    4 => avx512::kernel::<4>(kc, ap, bp, &ptrs, nr_eff, alpha, beta),
-                    5 => avx512::kernel::<5>(kc, ap, bp, &ptrs, nr_eff, alpha, beta),
-                    6 => avx512::kernel::<6>(kc, ap, bp, &ptrs, nr_eff, alpha, beta),
-                    7 => avx512::kernel::<7>(kc, ap, bp, &ptrs, nr_eff, alpha, beta),
-                    _ => avx512::kernel::<8>(kc, ap, bp, &ptrs, nr_eff, alpha, beta),
-                }
-            }
-        }
-        #[cfg(target_arch = "x86_64")]
-        Isa::Avx2Fma => unreachable!("the AVX2 kernel returned above"),
-        #[cfg(not(target_arch = "x86_64"))]
-        _ => portable::kernel(kc, a, b, rows, col, nr_eff, alpha, beta),
-    }
-    vectorize(isa, || apply_tail(rows, col, nr_eff, tail));
-}
-
-/// A column of micro-tiles: [`micro_tile`] for every `mr` rows of `rows` (the A micro-panels
-/// consecutive in `a`), with `tail.row_bias` covering all of `rows`. The AVX2 kernel does the
-/// whole column in one call; the other ISAs tile by tile.
+/// When `beta == 0` the old content of C is not read (NaN in C is ignored). The SIMD kernels
+/// do a whole column per call and apply the tail in registers; the portable one tile by tile,
+/// with the tail in a pass over the tile while it is in L1.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn micro_column(
     isa: Isa,
@@ -143,30 +85,44 @@ pub(crate) fn micro_column(
     beta: f32,
     tail: &TileTail,
 ) {
+    let (mr, nr) = (mr(isa), nr(isa));
+    let m = rows.len();
+    assert!((1..=nr).contains(&nr_eff) && b.len() >= kc * nr);
+    assert!(a.len() >= m.div_ceil(mr) * kc * mr);
+    assert!(rows.iter().all(|r| r.len() >= col + nr_eff));
+    assert!(tail.row_bias.is_none_or(|v| v.len() >= m));
+    assert!(tail.col_bias.is_none_or(|v| v.len() >= nr_eff));
+    assert!(tail
+        .residual
+        .is_none_or(|v| v.len() >= m && v.iter().take(m).all(|r| r.len() >= col + nr_eff)));
     #[cfg(target_arch = "x86_64")]
-    if isa == Isa::Avx2Fma {
-        avx2_column(kc, a, b, rows, col, nr_eff, alpha, beta, tail);
+    if matches!(isa, Isa::Avx2Fma | Isa::Avx512) {
+        simd_column(isa, kc, a, b, rows, col, nr_eff, alpha, beta, tail);
         return;
     }
-    let mr = mr(isa);
     for (ip, tile) in rows.chunks_mut(mr).enumerate() {
+        let a_micro = &a[ip * kc * mr..(ip + 1) * kc * mr];
+        portable::kernel(kc, a_micro, b, tile, col, nr_eff, alpha, beta);
         let t = TileTail {
             row_bias: tail.row_bias.map(|v| &v[ip * mr..]),
+            residual: tail.residual.map(|v| &v[ip * mr..]),
             ..*tail
         };
-        let a_micro = &a[ip * kc * mr..(ip + 1) * kc * mr];
-        micro_tile(isa, kc, a_micro, b, tile, col, nr_eff, alpha, beta, &t);
+        apply_tail(tile, col, nr_eff, &t);
     }
 }
 
-/// Rows per call of the AVX2 column kernel (bounds its pointer array).
+/// Rows per call of the SIMD column kernels (bounds their pointer arrays; a multiple of every
+/// `mr`).
 #[cfg(target_arch = "x86_64")]
 const COLUMN_ROWS: usize = 96;
 
-/// [`micro_column`] by the AVX2 column kernel, `COLUMN_ROWS` rows per call.
+/// [`micro_column`] by the AVX2 or AVX-512 column kernel, `COLUMN_ROWS` rows per call (lengths
+/// checked by the caller).
 #[cfg(target_arch = "x86_64")]
 #[allow(clippy::too_many_arguments)]
-fn avx2_column(
+fn simd_column(
+    isa: Isa,
     kc: usize,
     a: &[f32],
     b: &[f32],
@@ -177,52 +133,58 @@ fn avx2_column(
     beta: f32,
     tail: &TileTail,
 ) {
-    let isa = Isa::Avx2Fma;
-    let (mr, nr) = (self::mr(isa), self::nr(isa));
-    assert!(cpu::supported(isa), "avx2+fma not supported by this CPU");
-    assert!((1..=nr).contains(&nr_eff) && b.len() >= kc * nr);
-    assert!(a.len() >= rows.len().div_ceil(mr) * kc * mr);
-    assert!(tail.row_bias.is_none_or(|v| v.len() >= rows.len()));
-    assert!(tail.col_bias.is_none_or(|v| v.len() >= nr_eff));
+    let mr = self::mr(isa);
+    assert!(
+        cpu::supported(isa),
+        "{} not supported by this CPU",
+        cpu::name(isa)
+    );
     let mut ptrs = [std::ptr::null_mut::<f32>(); COLUMN_ROWS];
+    let mut res = [std::ptr::null::<f32>(); COLUMN_ROWS];
     for (chunk, part) in rows.chunks_mut(COLUMN_ROWS).enumerate() {
         let r0 = chunk * COLUMN_ROWS;
         for (p, r) in ptrs.iter_mut().zip(part.iter_mut()) {
             *p = r[col..col + nr_eff].as_mut_ptr();
         }
+        if let Some(z) = tail.residual {
+            for (q, r) in res.iter_mut().zip(&z[r0..r0 + part.len()]) {
+                *q = r[col..col + nr_eff].as_ptr();
+            }
+        }
         let raw = RawTail {
             row_bias: tail.row_bias.map_or(std::ptr::null(), |v| v[r0..].as_ptr()),
             col_bias: tail.col_bias.map_or(std::ptr::null(), <[f32]>::as_ptr),
+            residual: if tail.residual.is_some() {
+                res.as_ptr()
+            } else {
+                std::ptr::null()
+            },
             clamp: tail.clamp,
         };
         let ap = a[r0 / mr * kc * mr..].as_ptr();
-        // SAFETY: the CPU supports AVX2+FMA (checked); `a` holds ⌈rows/6⌉·kc·6 floats from the
-        // chunk's first panel on (checked; COLUMN_ROWS is a multiple of 6), `b` kc·16 (checked);
-        // the pointers come from distinct `&mut` rows, each with `nr_eff ≤ 16` floats from
-        // `col` on (sliced above), so they are valid and disjoint; the row bias holds a value
-        // for every row from `r0` on and the column bias `nr_eff` values (checked).
+        let c = &ptrs[..part.len()];
+        // SAFETY: the CPU supports `isa` (checked); `a` holds ⌈rows/mr⌉·kc·mr floats from the
+        // chunk's first panel on (checked by the caller; COLUMN_ROWS is a multiple of mr), `b`
+        // kc·nr (checked); the pointers come from distinct `&mut` rows, each with `nr_eff ≤ nr`
+        // floats from `col` on (sliced above), so they are valid and disjoint; the row bias
+        // holds a value for every row from `r0` on, the column bias `nr_eff` values, and the
+        // residual pointers `nr_eff` readable floats each, one per row of the chunk (checked by
+        // the caller, sliced above).
         unsafe {
-            avx2::kernel_column(
-                kc,
-                ap,
-                b.as_ptr(),
-                &ptrs[..part.len()],
-                nr_eff,
-                alpha,
-                beta,
-                &raw,
-            );
+            match isa {
+                Isa::Avx512 => {
+                    avx512::kernel_column(kc, ap, b.as_ptr(), c, nr_eff, alpha, beta, &raw)
+                }
+                _ => avx2::kernel_column(kc, ap, b.as_ptr(), c, nr_eff, alpha, beta, &raw),
+            }
         }
     }
 }
 
 /// The tile tail as a pass over the stored tile (same operations, in the same order, as the
-/// in-register tail of the AVX2 kernel).
+/// in-register tail of the SIMD kernels).
 #[inline(always)]
 fn apply_tail(rows: &mut [&mut [f32]], col: usize, nr_eff: usize, tail: &TileTail) {
-    if tail.row_bias.is_none() && tail.col_bias.is_none() && tail.clamp.is_none() {
-        return;
-    }
     for (r, row) in rows.iter_mut().enumerate() {
         let row = &mut row[col..col + nr_eff];
         if let Some(b) = tail.row_bias {
@@ -231,6 +193,11 @@ fn apply_tail(rows: &mut [&mut [f32]], col: usize, nr_eff: usize, tail: &TileTai
         }
         if let Some(b) = tail.col_bias {
             row.iter_mut().zip(b).for_each(|(x, &v)| *x += v);
+        }
+        if let Some(z) = tail.residual {
+            row.iter_mut()
+                .zip(&z[r][col..col + nr_eff])
+                .for_each(|(x, &v)| *x += v);
         }
         if let Some((lo, hi)) = tail.clamp {
             row.iter_mut().for_each(|x| {

@@ -6,7 +6,7 @@ pub(crate) const MR: usize = 4;
 /// Register tile width.
 pub(crate) const NR: usize = 8;
 
-/// Portable micro-kernel; see [`super::micro_tile`] for the contract (already checked there).
+/// Portable micro-kernel; see [`super::micro_column`] for the contract (already checked there).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn kernel(
     kc: usize,
