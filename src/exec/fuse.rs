@@ -5,6 +5,8 @@
 //!   becomes one internal `Activation` node;
 //! - a `MatMul` by a constant matrix followed by the `Add` of a constant per-column bias becomes
 //!   `FusedMatMul`;
+//! - a `Conv` whose output only an `Add` reads takes the Add's other operand as a residual
+//!   added in its write-back (`FusedConv` with a fourth input);
 //! - an activation after a `Conv`, `Gemm` or `MatMul` runs inside its write-back (`FusedConv`,
 //!   `FusedGemm`, `FusedMatMul`).
 
@@ -19,6 +21,7 @@ pub fn fuse(mut g: Graph) -> Graph {
     fold_batch_norms(&mut g);
     fuse_gelu(&mut g);
     fuse_matmul_bias(&mut g);
+    fuse_residual_adds(&mut g);
     fuse_activations(&mut g);
     g
 }
@@ -459,6 +462,53 @@ fn activation_of(g: &Graph, n: &Node) -> Option<(String, Vec<f32>)> {
     }
 }
 
+/// A `Conv` with constant 4-D weights whose output only an `Add` reads becomes a `FusedConv`
+/// with the Add's other operand as its residual input (`Y = Conv(X, W, B) + Z`), in the Add's
+/// place: the residual may be computed after the convolution in the node order, and the
+/// convolution's inputs all come before the Add.
+fn fuse_residual_adds(g: &mut Graph) {
+    let consumers = sole_consumers(g);
+    let mut removed = vec![false; g.nodes.len()];
+    for i in 0..g.nodes.len() {
+        let conv = &g.nodes[i];
+        if removed[i]
+            || !is_default(conv, "Conv")
+            || !(2..=3).contains(&conv.inputs.len())
+            || conv.outputs.len() != 1
+            || !matches!(constant_f32(g, conv.inputs[1]), Some((w, _)) if w.len() == 4)
+        {
+            continue;
+        }
+        let Some(out) = conv.outputs[0] else {
+            continue;
+        };
+        let Some(a) = consumers[out] else {
+            continue;
+        };
+        let add = &g.nodes[a];
+        if !add.attrs.is_empty() {
+            continue;
+        }
+        let (Some(Some(z)), Some(&Some(new_out))) =
+            (other_input(add, "Add", out), add.outputs.first())
+        else {
+            continue;
+        };
+        if !absorb_declared(g, &[out], new_out) {
+            continue;
+        }
+        let mut fused = g.nodes[i].clone();
+        fused.op_type = "FusedConv".into();
+        fused.domain = ops::INTERNAL_DOMAIN.into();
+        fused.inputs.resize(3, None);
+        fused.inputs.push(Some(z));
+        fused.outputs[0] = Some(new_out);
+        g.nodes[a] = fused;
+        removed[i] = true;
+    }
+    drop_removed(g, &removed);
+}
+
 fn fuse_activations(g: &mut Graph) {
     let consumers = sole_consumers(g);
     let mut removed = vec![false; g.nodes.len()];
@@ -467,7 +517,9 @@ fn fuse_activations(g: &mut Graph) {
             continue;
         }
         let conv = &g.nodes[i];
-        let fused_name = if is_default(conv, "Conv") {
+        let fused_name = if is_default(conv, "Conv")
+            || (is_internal(conv, "FusedConv") && !conv.attrs.contains_key("activation"))
+        {
             "FusedConv"
         } else if is_default(conv, "Gemm") {
             "FusedGemm"
@@ -597,5 +649,62 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// Runs a one-input text model through the engine.
+    fn run_text(text: &str, shape: Vec<usize>, x: &[f32]) -> Vec<f32> {
+        let proto = crate::text::parse_model(text).expect("parses");
+        let bytes = prost::Message::encode_to_vec(&proto);
+        let exe = crate::graph::compile_executable(&bytes, Vec::new()).expect("compiles");
+        let input =
+            crate::ir::Tensor::new(shape, crate::ir::TensorData::F32(x.to_vec())).expect("tensor");
+        let out = exe.run(vec![input]).expect("runs");
+        out[0].as_f32().expect("f32").to_vec()
+    }
+
+    #[test]
+    fn residual_add_and_relu_fuse_into_the_conv_and_compute_the_same() {
+        // y = Relu(Conv1x1(x) + b + r) with the residual r = Mul(x, 2) computed after the Conv
+        // in the node order: the fused node must take the Add's place.
+        let text = format!(
+            "{HEADER} g (float[1, 2, 1, 2] x) => (float[1, 2, 1, 2] y)
+             <float[2, 2, 1, 1] w = {{1.0, -2.0, 0.5, 3.0}}, float[2] b = {{0.25, -4.0}},
+              float two = {{2.0}}>
+             {{ c = Conv(x, w, b)\n r = Mul(x, two)\n a = Add(r, c)\n y = Relu(a) }}"
+        );
+        assert_eq!(ops(&fused(&text)), ["Mul", "FusedConv"]);
+        let x = [1.0f32, -1.0, 0.5, 2.0];
+        // Channel-major: x[c][p]; conv[o][p] = Σ_c w[o][c]·x[c][p] + b[o].
+        let w = [[1.0f32, -2.0], [0.5, 3.0]];
+        let b = [0.25f32, -4.0];
+        let got = run_text(&text, vec![1, 2, 1, 2], &x);
+        for o in 0..2 {
+            for p in 0..2 {
+                let conv = w[o][0] * x[p] + w[o][1] * x[2 + p] + b[o];
+                let want = (conv + 2.0 * x[o * 2 + p]).max(0.0);
+                assert_eq!(got[o * 2 + p], want, "o{o} p{p}");
+            }
+        }
+        // A residual that broadcasts (one value per channel) still computes the Add.
+        let text = format!(
+            "{HEADER} g (float[1, 2, 1, 2] x) => (float[1, 2, 1, 2] y)
+             <float[2, 2, 1, 1] w = {{1.0, -2.0, 0.5, 3.0}}, float[1, 2, 1, 1] r = {{10.0, -10.0}}>
+             {{ c = Conv(x, w)\n y = Add(c, r) }}"
+        );
+        assert_eq!(ops(&fused(&text)), ["FusedConv"]);
+        let got = run_text(&text, vec![1, 2, 1, 2], &x);
+        let r = [10.0f32, -10.0];
+        for o in 0..2 {
+            for p in 0..2 {
+                let want = w[o][0] * x[p] + w[o][1] * x[2 + p] + r[o];
+                assert_eq!(got[o * 2 + p], want, "broadcast o{o} p{p}");
+            }
+        }
+        // A Conv output read twice is not fused.
+        let text = format!(
+            "{HEADER} g (float[1, 2, 1, 2] x) => (float[1, 2, 1, 2] y, float[1, 2, 1, 2] c)
+             <float[2, 2, 1, 1] w = {{1.0, -2.0, 0.5, 3.0}}> {{ c = Conv(x, w)\n y = Add(c, x) }}"
+        );
+        assert_eq!(ops(&fused(&text)), ["Conv", "Add"]);
     }
 }

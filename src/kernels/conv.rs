@@ -21,7 +21,7 @@ use super::activation::Activation;
 use super::cpu::{self, Isa};
 use super::gemm::{self, Bias, Epilogue, MatRef, PackedA, PanelSource};
 use super::winograd::{self, WinogradFilters};
-use super::{depthwise, KernelError};
+use super::{depthwise, simd, KernelError};
 use std::sync::Arc;
 
 /// Widest GEMM register tile (`nr`) of any ISA: the most pixels one packed panel holds.
@@ -337,25 +337,55 @@ impl Conv2d {
     /// Runs the convolution: `output = act(conv(input) + bias)`. `input` has
     /// [`Conv2dParams::input_len`] elements and `output` [`Conv2dParams::output_len`].
     pub fn run(&self, input: &[f32], output: &mut [f32], activation: Activation) {
+        self.run_with_residual(input, output, None, activation);
+    }
+
+    /// Runs the convolution with a residual added before the activation:
+    /// `output = act(conv(input) + bias + residual)`, `residual` (when given) of the output's
+    /// length and layout. The GEMM path adds it in the micro-kernel's registers; the others in
+    /// a pass over the output.
+    pub fn run_with_residual(
+        &self,
+        input: &[f32],
+        output: &mut [f32],
+        residual: Option<&[f32]>,
+        activation: Activation,
+    ) {
         let p = &self.p;
         assert_eq!(input.len(), p.input_len(), "conv2d: input length");
         assert_eq!(output.len(), p.output_len(), "conv2d: output length");
+        assert!(
+            residual.is_none_or(|z| z.len() == output.len()),
+            "conv2d: residual length"
+        );
         if output.is_empty() {
             return;
         }
+        // The paths without a fused residual compute `conv + bias`, then add it in one pass.
+        let late = |out: &mut [f32], z: &[f32]| {
+            simd::vectorize(self.isa, || {
+                out.iter_mut().zip(z).for_each(|(o, &v)| *o += v);
+                activation.apply_inline(out);
+            })
+        };
+        let early = if residual.is_some() {
+            Activation::None
+        } else {
+            activation
+        };
         match (&self.path, &*self.filters) {
             (Path::Depthwise, ConvFilters::Depthwise(w)) => {
-                self.run_depthwise(w, input, output, activation)
+                self.run_depthwise(w, input, output, early);
+                if let Some(z) = residual {
+                    late(output, z);
+                }
             }
-            (Path::Winograd, ConvFilters::Winograd(f)) => winograd::run(
-                self.isa,
-                p,
-                f,
-                self.bias.as_deref(),
-                activation,
-                input,
-                output,
-            ),
+            (Path::Winograd, ConvFilters::Winograd(f)) => {
+                winograd::run(self.isa, p, f, self.bias.as_deref(), early, input, output);
+                if let Some(z) = residual {
+                    late(output, z);
+                }
+            }
             (
                 Path::Gemm {
                     pointwise,
@@ -366,7 +396,7 @@ impl Conv2d {
             ) => {
                 let padded = padded.as_deref().map(|(pp, rows)| (pp, &rows[..]));
                 self.run_gemm(
-                    weights, *pointwise, krows, padded, input, output, activation,
+                    weights, *pointwise, krows, padded, input, output, residual, activation,
                 )
             }
             _ => unreachable!("with_filters checks that the filters fit the path"),
@@ -382,6 +412,7 @@ impl Conv2d {
         padded: Option<(&Conv2dParams, &[KRow])>,
         input: &[f32],
         output: &mut [f32],
+        residual: Option<&[f32]>,
         act: Activation,
     ) {
         let p = &self.p;
@@ -401,7 +432,8 @@ impl Conv2d {
             let bias = self.bias.as_ref().map(|v| &v[g * ocg..(g + 1) * ocg]);
             let ep = Epilogue {
                 bias: bias.map_or(Bias::None, Bias::PerRow),
-                residual: None,
+                // The output piece of this image and group, in the same layout.
+                residual: residual.map(|z| (&z[idx * ocg * pix..(idx + 1) * ocg * pix], pix)),
                 activation: act,
             };
             if pointwise {
@@ -698,12 +730,24 @@ mod tests {
             let mut got = vec![f32::NAN; p.output_len()];
             conv.run(&x, &mut got, act);
             let k = (p.in_channels / p.groups * p.kernel_h * p.kernel_w) as f32;
-            for (i, (&g, &e)) in got.iter().zip(&want).enumerate() {
-                assert!(
-                    (g - e).abs() <= 1e-5 * k.sqrt().max(1.0) * (1.0 + e.abs()),
-                    "{isa:?} {p:?} [{i}]: {g} vs {e}"
-                );
+            let close = |got: &[f32], want: &[f32], what: &str| {
+                for (i, (&g, &e)) in got.iter().zip(want).enumerate() {
+                    assert!(
+                        (g - e).abs() <= 1e-5 * k.sqrt().max(1.0) * (1.0 + e.abs()),
+                        "{isa:?} {p:?} {what} [{i}]: {g} vs {e}"
+                    );
+                }
+            };
+            close(&got, &want, "");
+            // With a residual: act(conv + bias + z), on every path.
+            let z = rng.vec(p.output_len());
+            reference::conv2d_ref(&p, &x, &w, b, Activation::None, &mut want);
+            for (e, &v) in want.iter_mut().zip(&z) {
+                *e = reference::activation_ref(act, *e + v);
             }
+            got.fill(f32::NAN);
+            conv.run_with_residual(&x, &mut got, Some(&z), act);
+            close(&got, &want, "residual");
         }
     }
 

@@ -5,9 +5,10 @@ use super::spatial::{nchw, out_shape, window};
 use super::util::{f32_of, f32_out};
 use super::{BuildCtx, Built, Kernel, OpDef, FLOAT};
 use crate::error::{Error, Result, Status};
-use crate::ir::{DataType, Tensor};
+use crate::ir::{DataType, Tensor, TensorData};
 use crate::kernels::activation::Activation;
 use crate::kernels::conv::{Conv2d, Conv2dParams, ConvFilters};
+use crate::kernels::elementwise::{self, BinaryOp};
 
 /// The `Conv` operator.
 pub static DEF: OpDef = OpDef {
@@ -32,7 +33,9 @@ enum Weights {
     AtRunTime(Conv2dParams),
 }
 
-/// `FusedConv` (internal): a `Conv` whose following activation runs in its write-back.
+/// `FusedConv` (internal): a `Conv` whose following activation, and optionally a residual
+/// `Add` before it, run in its write-back: `Y = act(Conv(X, W, B) + Z)` with the optional
+/// fourth input `Z`.
 pub static FUSED_DEF: OpDef = OpDef {
     op_type: "FusedConv",
     domain: super::INTERNAL_DOMAIN,
@@ -52,8 +55,24 @@ pub static FUSED_DEF: OpDef = OpDef {
     build: build_fused,
 };
 
+/// How a fused residual input meets the convolution's output.
+enum Residual {
+    /// No residual input.
+    None,
+    /// Of the convolution's output shape: added in the write-back.
+    Same,
+    /// Broadcast against it (numpy rules): the convolution runs into a scratch buffer, then
+    /// the addition and the activation make the output.
+    Broadcast {
+        conv: Vec<usize>,
+        z: Vec<usize>,
+        out: Vec<usize>,
+    },
+}
+
 struct ConvKernel {
     weights: Weights,
+    residual: Residual,
     activation: Activation,
 }
 
@@ -65,17 +84,38 @@ impl Kernel for ConvKernel {
     fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor]) -> Result<()> {
         let x = f32_of(inputs, 0)?;
         let out = f32_out(&mut outputs[0])?;
-        match &self.weights {
-            Weights::Packed(conv) => conv.run(x, out, self.activation),
+        let at_run_time;
+        let conv = match &self.weights {
+            Weights::Packed(conv) => conv,
             Weights::AtRunTime(p) => {
                 let w = f32_of(inputs, 1)?;
                 let b = match inputs.get(2).copied().flatten() {
                     Some(t) => Some(t.as_f32()?),
                     None => None,
                 };
-                Conv2d::new(*p, w, b)
-                    .map_err(|e| Error::new(Status::InvalidModel, e.message))?
-                    .run(x, out, self.activation)
+                at_run_time = Conv2d::new(*p, w, b)
+                    .map_err(|e| Error::new(Status::InvalidModel, e.message))?;
+                &at_run_time
+            }
+        };
+        match &self.residual {
+            Residual::None => conv.run(x, out, self.activation),
+            Residual::Same => {
+                let z = f32_of(inputs, 3)?;
+                conv.run_with_residual(x, out, Some(z), self.activation)
+            }
+            Residual::Broadcast {
+                conv: cs,
+                z: zs,
+                out: os,
+            } => {
+                let z = f32_of(inputs, 3)?;
+                let n = cs.iter().product();
+                let mut y = Tensor::new(cs.clone(), TensorData::zeros(DataType::F32, n)?)?;
+                let y = f32_out(&mut y)?;
+                conv.run(x, y, Activation::None);
+                elementwise::binary(BinaryOp::Add, y, cs, z, zs, out, os);
+                self.activation.apply(out);
             }
         }
         Ok(())
@@ -83,16 +123,48 @@ impl Kernel for ConvKernel {
 }
 
 fn build(ctx: &BuildCtx) -> Result<Built> {
+    ctx.arity(2, 3, 1, 1)?;
     build_with(ctx, Activation::None)
 }
 
 fn build_fused(ctx: &BuildCtx) -> Result<Built> {
+    ctx.arity(2, 4, 1, 1)?;
     build_with(ctx, super::fused_activation(ctx)?)
 }
 
+/// How the optional residual input 3 meets a convolution output of shape `conv`.
+fn residual_of(ctx: &BuildCtx, conv: &[usize]) -> Result<Residual> {
+    if ctx.opt_input(3).is_none() {
+        return Ok(Residual::None);
+    }
+    let z = ctx.float_input(3)?;
+    if z.shape == conv {
+        return Ok(Residual::Same);
+    }
+    let out = elementwise::broadcast_shape(conv, z.shape).ok_or_else(|| {
+        ctx.err(
+            Status::InvalidModel,
+            format!(
+                "residual of shape {:?} does not broadcast with the convolution's {conv:?}",
+                z.shape
+            ),
+        )
+    })?;
+    Ok(Residual::Broadcast {
+        conv: conv.to_vec(),
+        z: z.shape.to_vec(),
+        out,
+    })
+}
+
 fn build_with(ctx: &BuildCtx, activation: Activation) -> Result<Built> {
-    ctx.arity(2, 3, 1, 1)?;
     if ctx.input(0)?.shape.len() > 4 {
+        if ctx.opt_input(3).is_some() {
+            return Err(ctx.err(
+                Status::UnsupportedShape,
+                "a residual is fused only into 1-D and 2-D convolutions".to_string(),
+            ));
+        }
         return super::window_nd::build_conv(ctx, activation);
     }
     let x = ctx.float_input(0)?;
@@ -191,10 +263,17 @@ fn build_with(ctx: &BuildCtx, activation: Activation) -> Result<Built> {
         (Some(_), Some(Some(bt))) => pack(Some(bt.as_f32()?))?,
         _ => Weights::AtRunTime(params),
     };
+    let conv_shape = out_shape(n, m, win.out, rank);
+    let residual = residual_of(ctx, &conv_shape)?;
+    let shape = match &residual {
+        Residual::Broadcast { out, .. } => out.clone(),
+        _ => conv_shape,
+    };
     Ok(Built {
-        outputs: vec![(DataType::F32, out_shape(n, m, win.out, rank))],
+        outputs: vec![(DataType::F32, shape)],
         kernel: Box::new(ConvKernel {
             weights,
+            residual,
             activation,
         }),
     })
