@@ -468,11 +468,10 @@ fn activation_of(g: &Graph, n: &Node) -> Option<(String, Vec<f32>)> {
 /// convolution's inputs all come before the Add.
 fn fuse_residual_adds(g: &mut Graph) {
     let consumers = sole_consumers(g);
-    let mut removed = vec![false; g.nodes.len()];
-    for i in 0..g.nodes.len() {
-        let conv = &g.nodes[i];
-        if removed[i]
-            || !is_default(conv, "Conv")
+    // (conv node, add node, residual, the Add's output)
+    let mut found = Vec::new();
+    for (i, conv) in g.nodes.iter().enumerate() {
+        if !is_default(conv, "Conv")
             || !(2..=3).contains(&conv.inputs.len())
             || conv.outputs.len() != 1
             || !matches!(constant_f32(g, conv.inputs[1]), Some((w, _)) if w.len() == 4)
@@ -489,12 +488,19 @@ fn fuse_residual_adds(g: &mut Graph) {
         if !add.attrs.is_empty() {
             continue;
         }
-        let (Some(Some(z)), Some(&Some(new_out))) =
+        if let (Some(Some(z)), Some(&Some(new_out))) =
             (other_input(add, "Add", out), add.outputs.first())
-        else {
+        {
+            found.push((i, a, z, new_out));
+        }
+    }
+    let mut removed = vec![false; g.nodes.len()];
+    for (i, a, z, new_out) in found {
+        // An Add of two convolutions' outputs absorbs only the first.
+        let Some(out) = g.nodes[i].outputs[0] else {
             continue;
         };
-        if !absorb_declared(g, &[out], new_out) {
+        if !is_default(&g.nodes[a], "Add") || !absorb_declared(g, &[out], new_out) {
             continue;
         }
         let mut fused = g.nodes[i].clone();

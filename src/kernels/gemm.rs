@@ -581,6 +581,22 @@ fn gemm(
     };
     let par = threads > 1 && 2 * m * n * k >= PAR_MIN_FLOPS;
     let m_pad = m.div_ceil(mr) * mr;
+    if par {
+        let n_pad = n.div_ceil(nr) * nr;
+        let a_len = if matches!(a, Src::Mat(_)) {
+            m_pad * k
+        } else {
+            0
+        };
+        let b_len = match b {
+            Src::Mat(_) | Src::Panels(_) => k * n_pad,
+            _ => 0,
+        };
+        if a_len <= KEEP_MAX && b_len <= KEEP_MAX {
+            gemm_whole_k(isa, alpha, a, b, beta, c, ldc, ep, threads);
+            return;
+        }
+    }
 
     // Packing buffers, reused across calls on this thread (see `take_buffer`).
     let mut a_buf = match a {
@@ -688,6 +704,154 @@ fn gemm(
             }
         }
     }
+    give_back_buffer(&A_BUF, a_buf);
+    give_back_buffer(&B_BUF, b_buf);
+}
+
+/// One packing job of [`gemm_whole_k`]: a micro-panel of A or B at K block `k0` (`kc` deep).
+#[derive(Clone, Copy)]
+enum PackJob {
+    /// A micro-panel `p`.
+    A { k0: usize, kc: usize, p: usize },
+    /// B micro-panel `q`.
+    B { k0: usize, kc: usize, q: usize },
+}
+
+/// The parallel driver when the operands to pack fit whole in the per-thread buffers: every
+/// micro-panel of every K block is packed in one parallel region, then each task computes its
+/// piece of C over all K blocks in a second one. Two fork-joins per GEMM, where the blocked
+/// driver needs two or three per K block (18 K blocks for a 3×3 convolution of 512 channels).
+#[allow(clippy::too_many_arguments)]
+fn gemm_whole_k(
+    isa: Isa,
+    alpha: f32,
+    a: Src,
+    b: Src,
+    beta: f32,
+    c: &mut [f32],
+    ldc: usize,
+    ep: &Epilogue,
+    threads: usize,
+) {
+    let (mr, nr) = tile_size(isa);
+    let kcb = kc_block(isa);
+    let (m, k) = match a {
+        Src::Mat(v) => (v.rows, v.cols),
+        Src::PackedA(p) => (p.m, p.k),
+        Src::PackedB(_) | Src::Panels(_) => unreachable!("B operand passed as A"),
+    };
+    let (n, b_src): (usize, Option<&dyn PanelSource>) = match b {
+        Src::Mat(ref v) => (v.cols, None),
+        Src::Panels(p) => (p.cols(), Some(p)),
+        Src::PackedB(p) => (p.n, None),
+        Src::PackedA(_) => unreachable!("A operand passed as B"),
+    };
+    let mat_b = match b {
+        Src::Mat(v) => Some(MatSource(v)),
+        _ => None,
+    };
+    let b_src = b_src.or(mat_b.as_ref().map(|s| s as &dyn PanelSource));
+    let (m_pad, n_pad) = (m.div_ceil(mr) * mr, n.div_ceil(nr) * nr);
+    let mut a_buf = match a {
+        Src::Mat(_) => take_buffer(&A_BUF, m_pad * k),
+        _ => Vec::new(),
+    };
+    let mut b_buf = match b_src {
+        Some(_) => take_buffer(&B_BUF, k * n_pad),
+        None => Vec::new(),
+    };
+
+    // 1. Pack: one job per micro-panel, each with its own piece of the buffers.
+    let mut jobs: Vec<(PackJob, &mut [f32])> = Vec::new();
+    if let Src::Mat(_) = a {
+        let mut rest = &mut a_buf[..m_pad * k];
+        for k0 in (0..k).step_by(kcb) {
+            let kc = kcb.min(k - k0);
+            let (blk, r) = std::mem::take(&mut rest).split_at_mut(m_pad * kc);
+            rest = r;
+            for (p, panel) in blk.chunks_mut(kc * mr).enumerate() {
+                jobs.push((PackJob::A { k0, kc, p }, panel));
+            }
+        }
+    }
+    if b_src.is_some() {
+        let mut rest = &mut b_buf[..k * n_pad];
+        for k0 in (0..k).step_by(kcb) {
+            let kc = kcb.min(k - k0);
+            let (blk, r) = std::mem::take(&mut rest).split_at_mut(n_pad * kc);
+            rest = r;
+            for (q, panel) in blk.chunks_mut(kc * nr).enumerate() {
+                jobs.push((PackJob::B { k0, kc, q }, panel));
+            }
+        }
+    }
+    jobs.par_iter_mut()
+        .for_each(|(job, panel)| match (*job, a, b_src) {
+            (PackJob::A { k0, kc, p }, Src::Mat(v), _) => pack_a_panel(isa, &v, k0, kc, p, panel),
+            (PackJob::B { k0, kc, q }, _, Some(src)) => {
+                pack_b_panel(isa, src, k0, kc, 0, n, q, panel)
+            }
+            _ => unreachable!("jobs are made only for the operands to pack"),
+        });
+    drop(jobs);
+
+    // 2. Compute: the K block at `k0` of either operand starts at `k0 · m_pad` / `k0 · n_pad`,
+    // in the prepacked layouts as in the buffers.
+    let a_full: &[f32] = match a {
+        Src::PackedA(p) => &p.data,
+        _ => &a_buf[..m_pad * k],
+    };
+    let b_full: &[f32] = match b {
+        Src::PackedB(p) => &p.data,
+        _ => &b_buf[..k * n_pad],
+    };
+    let target = 3 * threads;
+    let n_panels = n_pad / nr;
+    let nrb0 = m.div_ceil(MC);
+    let cb = n_panels.div_ceil(target.div_ceil(nrb0).clamp(1, n_panels)) * nr;
+    let ncb = n.div_ceil(cb);
+    let nrb = nrb0.max(target.div_ceil(ncb)).min(m.div_ceil(mr));
+    let mb = m.div_ceil(nrb).div_ceil(mr) * mr;
+    let nrb = m.div_ceil(mb);
+    let mut tasks: Vec<Task> = (0..nrb * ncb)
+        .map(|t| Task {
+            i0: (t / ncb) * mb,
+            j0: (t % ncb) * cb,
+            rows: Vec::new(),
+            residual: Vec::new(),
+        })
+        .collect();
+    for (i, row) in c.chunks_mut(ldc).take(m).enumerate() {
+        for (q, piece) in row[..n].chunks_mut(cb).enumerate() {
+            tasks[(i / mb) * ncb + q].rows.push(piece);
+        }
+        if let Some(z) = ep.residual_row(i, n) {
+            for (q, piece) in z.chunks(cb).enumerate() {
+                tasks[(i / mb) * ncb + q].residual.push(piece);
+            }
+        }
+    }
+    tasks.par_iter_mut().for_each(|t| {
+        for k0 in (0..k).step_by(kcb) {
+            let kc = kcb.min(k - k0);
+            let a_pan = &a_full[k0 * m_pad..(k0 + kc) * m_pad];
+            let b_pan = &b_full[k0 * n_pad..(k0 + kc) * n_pad];
+            let beta_eff = if k0 == 0 { beta } else { 1.0 };
+            let last = k0 + kc == k;
+            run_task(
+                isa,
+                t,
+                kc,
+                a_pan,
+                b_pan,
+                alpha,
+                beta_eff,
+                0,
+                last.then_some(ep),
+            );
+        }
+    });
+    drop(tasks);
     give_back_buffer(&A_BUF, a_buf);
     give_back_buffer(&B_BUF, b_buf);
 }
@@ -814,7 +978,22 @@ fn epilogue_row(ep: &Epilogue, row: &mut [f32], z: Option<&[f32]>, i: usize, j: 
 /// Packs A columns `k0..k0+kc` (all rows) into `mr`-row micro-panels in `dst` (`m_pad*kc`).
 fn pack_a(isa: Isa, a: &MatRef, k0: usize, kc: usize, dst: &mut [f32], par: bool) {
     let (mr, _) = tile_size(isa);
-    let pack = |(p, panel): (usize, &mut [f32])| {
+    let pack = |(p, panel): (usize, &mut [f32])| pack_a_panel(isa, a, k0, kc, p, panel);
+    let np = a.rows.div_ceil(mr);
+    if par && a.rows * kc >= 1 << 15 {
+        dst.par_chunks_mut(kc * mr)
+            .take(np)
+            .enumerate()
+            .for_each(pack);
+    } else {
+        dst.chunks_mut(kc * mr).take(np).enumerate().for_each(pack);
+    }
+}
+
+/// Packs the A micro-panel `p` (rows `p·mr ..`, columns `k0..k0+kc`) into `panel` (`kc·mr`).
+fn pack_a_panel(isa: Isa, a: &MatRef, k0: usize, kc: usize, p: usize, panel: &mut [f32]) {
+    let (mr, _) = tile_size(isa);
+    {
         let i0 = p * mr;
         let rows = mr.min(a.rows - i0);
         if a.col_stride == 1 && rows == mr {
@@ -855,15 +1034,6 @@ fn pack_a(isa: Isa, a: &MatRef, k0: usize, kc: usize, dst: &mut [f32], par: bool
                 d[rows..].fill(0.0);
             }
         }
-    };
-    let np = a.rows.div_ceil(mr);
-    if par && a.rows * kc >= 1 << 15 {
-        dst.par_chunks_mut(kc * mr)
-            .take(np)
-            .enumerate()
-            .for_each(pack);
-    } else {
-        dst.chunks_mut(kc * mr).take(np).enumerate().for_each(pack);
     }
 }
 
@@ -884,13 +1054,32 @@ impl PanelSource for MatSource<'_> {
         for (kk, d) in dst.chunks_exact_mut(nr).take(kc).enumerate() {
             if b.col_stride == 1 {
                 let start = (k0 + kk) * b.row_stride + j0;
-                d[..cols].copy_from_slice(&b.data[start..start + cols]);
+                copy_panel_row(&mut d[..cols], &b.data[start..start + cols]);
             } else {
                 for (j, v) in d[..cols].iter_mut().enumerate() {
                     *v = b.at(k0 + kk, j0 + j);
                 }
             }
         }
+    }
+}
+
+/// Copies one row of a B micro-panel: full rows of the SIMD widths as fixed-size moves (a
+/// `memcpy` call per 128 bytes costs more than the copy), others with `copy_from_slice`.
+#[inline(always)]
+fn copy_panel_row(dst: &mut [f32], src: &[f32]) {
+    if let (Ok(d), Ok(s)) = (
+        <&mut [f32; 32]>::try_from(&mut *dst),
+        <&[f32; 32]>::try_from(src),
+    ) {
+        *d = *s;
+    } else if let (Ok(d), Ok(s)) = (
+        <&mut [f32; 16]>::try_from(&mut *dst),
+        <&[f32; 16]>::try_from(src),
+    ) {
+        *d = *s;
+    } else {
+        dst.copy_from_slice(src);
     }
 }
 
@@ -907,14 +1096,7 @@ fn pack_b(
     par: bool,
 ) {
     let (_, nr) = tile_size(isa);
-    let pack = |(q, panel): (usize, &mut [f32])| {
-        let c0 = j0 + q * nr;
-        let cols = nr.min(j0 + nc - c0);
-        if cols < nr {
-            panel.fill(0.0);
-        }
-        b.fill_panel(k0, kc, c0, cols, nr, panel);
-    };
+    let pack = |(q, panel): (usize, &mut [f32])| pack_b_panel(isa, b, k0, kc, j0, nc, q, panel);
     let np = nc.div_ceil(nr);
     if par && nc * kc >= 1 << 15 {
         dst.par_chunks_mut(kc * nr)
@@ -924,6 +1106,28 @@ fn pack_b(
     } else {
         dst.chunks_mut(kc * nr).take(np).enumerate().for_each(pack);
     }
+}
+
+/// Packs the B micro-panel `q` of the block at columns `j0..j0+nc` (rows `k0..k0+kc`) into
+/// `panel` (`kc·nr`), the columns past `nc` zeroed.
+#[allow(clippy::too_many_arguments)]
+fn pack_b_panel(
+    isa: Isa,
+    b: &dyn PanelSource,
+    k0: usize,
+    kc: usize,
+    j0: usize,
+    nc: usize,
+    q: usize,
+    panel: &mut [f32],
+) {
+    let (_, nr) = tile_size(isa);
+    let c0 = j0 + q * nr;
+    let cols = nr.min(j0 + nc - c0);
+    if cols < nr {
+        panel.fill(0.0);
+    }
+    b.fill_panel(k0, kc, c0, cols, nr, panel);
 }
 
 #[cfg(test)]
