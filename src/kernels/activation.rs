@@ -66,6 +66,16 @@ impl Activation {
         }
     }
 
+    /// The bounds `(lo, hi)` when the activation is the clamp `min(max(x, lo), hi)` (NaN kept),
+    /// which SIMD kernels apply in registers before they store: Relu and Clip.
+    pub(crate) fn clamp_bounds(&self) -> Option<(f32, f32)> {
+        match *self {
+            Activation::Relu => Some((0.0, f32::INFINITY)),
+            Activation::Clip { min, max } => Some((min, max)),
+            _ => None,
+        }
+    }
+
     /// The activation of one value (scalar path, same numerics as [`Activation::apply`]).
     pub fn apply_scalar(&self, v: f32) -> f32 {
         match *self {

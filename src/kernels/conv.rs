@@ -480,8 +480,7 @@ impl Conv2d {
             let x = &input[idx * in_plane..(idx + 1) * in_plane];
             let wc = &w[c * khw..(c + 1) * khw];
             let b = self.bias.as_ref().map_or(0.0, |v| v[c]);
-            depthwise::plane(isa, p, x, wc, b, out);
-            act.apply_isa(isa, out);
+            depthwise::plane(isa, p, x, wc, b, act, out);
         };
         let par = rayon::current_num_threads() > 1 && output.len() * khw >= 1 << 16;
         if par {
@@ -797,6 +796,11 @@ mod tests {
         for p in cases {
             check(isa, p, Activation::None, &mut rng);
             check(isa, p, Activation::Relu, &mut rng);
+            let clip = Activation::Clip {
+                min: -0.5,
+                max: 0.75,
+            };
+            check(isa, p, clip, &mut rng);
         }
     }
 

@@ -4,17 +4,38 @@
 //! (horizontal stride 1 or 2) or over shifted rows (any stride and dilation).
 #![forbid(unsafe_code)]
 
+use super::activation::Activation;
 use super::conv::{valid_range, Conv2dParams};
 use super::cpu::Isa;
 use super::simd;
 
-/// One output plane `out = bias + Σ_{ky,kx} w[ky,kx] · shifted(x)` of channel input `x` and
-/// filter `w` (`kernel_h·kernel_w`), by the fastest path `isa` has for the geometry `p`.
-pub(super) fn plane(isa: Isa, p: &Conv2dParams, x: &[f32], w: &[f32], b: f32, out: &mut [f32]) {
+/// One output plane `out = act(bias + Σ_{ky,kx} w[ky,kx] · shifted(x))` of channel input `x`
+/// and filter `w` (`kernel_h·kernel_w`), by the fastest path `isa` has for the geometry `p`
+/// (the ISA's plane kernel clamps Relu/Clip in registers).
+pub(super) fn plane(
+    isa: Isa,
+    p: &Conv2dParams,
+    x: &[f32],
+    w: &[f32],
+    b: f32,
+    act: Activation,
+    out: &mut [f32],
+) {
     let empty_input = p.in_h == 0 || p.in_w == 0;
-    if !empty_input && depthwise_plane_simd(isa, p, x, w, b, out) {
+    let clamp = act.clamp_bounds();
+    if !empty_input && depthwise_plane_simd(isa, p, x, w, b, clamp, out) {
+        if clamp.is_none() {
+            act.apply_isa(isa, out);
+        }
         return;
     }
+    plane_portable(isa, p, x, w, b, out);
+    act.apply_isa(isa, out);
+}
+
+/// [`plane`] without the ISA's plane kernel and without the activation.
+fn plane_portable(isa: Isa, p: &Conv2dParams, x: &[f32], w: &[f32], b: f32, out: &mut [f32]) {
+    let empty_input = p.in_h == 0 || p.in_w == 0;
     match (if empty_input { 0 } else { p.stride_w }, p.out_w() > 8) {
         (1, true) => simd::vectorize(isa, || depthwise_plane_fast::<1, 16>(p, x, w, b, out)),
         (1, false) => simd::vectorize(isa, || depthwise_plane_fast::<1, 8>(p, x, w, b, out)),
@@ -76,6 +97,7 @@ fn depthwise_plane_simd(
     x: &[f32],
     w: &[f32],
     bias: f32,
+    clamp: Option<(f32, f32)>,
     out: &mut [f32],
 ) -> bool {
     if p.dilation_w != 1 {
@@ -89,7 +111,7 @@ fn depthwise_plane_simd(
         dilation_h: p.dilation_h,
         pad: (p.pad_top, p.pad_left),
     };
-    simd::depthwise_plane(isa, &g, x, w, bias, out)
+    simd::depthwise_plane(isa, &g, x, w, bias, clamp, out)
 }
 
 /// One depthwise output plane: `out = bias + sum_{ky,kx} w[ky,kx] * shifted(x)`.

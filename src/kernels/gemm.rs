@@ -908,11 +908,12 @@ fn run_task(
     let ep = ep.filter(|e| !e.is_none());
     // Relu and Clip are clamps the micro-tile applies with the biases; other activations run
     // over the stored tile.
-    let (clamp, rest) = match ep.map(|e| e.activation) {
-        Some(Activation::Relu) => (Some((0.0, f32::INFINITY)), Activation::None),
-        Some(Activation::Clip { min, max }) => (Some((min, max)), Activation::None),
-        Some(other) => (None, other),
-        None => (None, Activation::None),
+    let act = ep.map_or(Activation::None, |e| e.activation);
+    let clamp = act.clamp_bounds();
+    let rest = if clamp.is_some() {
+        Activation::None
+    } else {
+        act
     };
     let width = t.rows.first().map_or(0, |r| r.len());
     let a_task = &a_pan[(t.i0 / mr) * kc * mr..];

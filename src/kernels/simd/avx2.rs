@@ -310,6 +310,9 @@ unsafe fn depthwise_blocks<const S: usize, const NB: usize>(
             masks[kx][b] = (m0, m1);
         }
     }
+    let clamp = g
+        .clamp
+        .map(|(lo, hi)| (_mm256_set1_ps(lo), _mm256_set1_ps(hi)));
     for oy in 0..g.oh {
         let mut even = [_mm256_set1_ps(bias); NB];
         let mut odd = [_mm256_setzero_ps(); NB];
@@ -353,7 +356,11 @@ unsafe fn depthwise_blocks<const S: usize, const NB: usize>(
                 break;
             }
             let n = (g.ow - o).min(8);
-            let sum = _mm256_add_ps(even[b], odd[b]);
+            let mut sum = _mm256_add_ps(even[b], odd[b]);
+            if let Some((lo, hi)) = clamp {
+                // max(lo, v) and min(hi, v) return v when it is NaN (the second operand).
+                sum = _mm256_min_ps(hi, _mm256_max_ps(lo, sum));
+            }
             let dst = out.wrapping_add(oy * g.ow + o);
             // SAFETY: lanes `0..n` are `out[oy·ow + o ..][..n]`, inside the `oh·ow` floats.
             unsafe {

@@ -297,6 +297,9 @@ unsafe fn depthwise_blocks<const S: usize, const NB: usize>(
         }
     }
     let even_idx = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    let clamp = g
+        .clamp
+        .map(|(lo, hi)| (_mm512_set1_ps(lo), _mm512_set1_ps(hi)));
     for oy in 0..g.oh {
         let mut even = [_mm512_set1_ps(bias); NB];
         let mut odd = [_mm512_setzero_ps(); NB];
@@ -336,10 +339,13 @@ unsafe fn depthwise_blocks<const S: usize, const NB: usize>(
             }
             let n = (g.ow - o).min(16);
             let mask = if n == 16 { 0xFFFF } else { (1u16 << n) - 1 };
+            let mut v = _mm512_add_ps(even[b], odd[b]);
+            if let Some((lo, hi)) = clamp {
+                // max(lo, v) and min(hi, v) return v when it is NaN (the second operand).
+                v = _mm512_min_ps(hi, _mm512_max_ps(lo, v));
+            }
             // SAFETY: lanes `0..n` are `out[oy·ow + o ..][..n]`, inside the `oh·ow` floats.
-            unsafe {
-                _mm512_mask_storeu_ps(out.add(oy * g.ow + o), mask, _mm512_add_ps(even[b], odd[b]))
-            };
+            unsafe { _mm512_mask_storeu_ps(out.add(oy * g.ow + o), mask, v) };
         }
     }
 }

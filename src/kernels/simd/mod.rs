@@ -236,6 +236,8 @@ struct DwPlane {
     pad_top: usize,
     /// Zero columns on the left.
     pad_left: usize,
+    /// Bounds every output is clamped to before it is stored.
+    clamp: Option<(f32, f32)>,
 }
 
 /// Geometry of one depthwise-convolution plane for [`depthwise_plane`].
@@ -259,6 +261,9 @@ pub(crate) struct DepthwisePlane {
 /// 2: `out[oy][ox] = bias + Σ w[ky][kx] · x[oy·sh + ky·dh − pt][ox·sw + kx − pl]`, positions
 /// outside the input reading as zero.
 ///
+/// With `clamp = Some((lo, hi))` every output is clamped to `min(max(v, lo), hi)` (NaN kept)
+/// before it is stored.
+///
 /// Returns `false`, computing nothing, when `isa` has no such kernel (AVX-512 and AVX2 have) or the
 /// geometry is outside what it handles; the caller then uses its portable loop.
 pub(crate) fn depthwise_plane(
@@ -267,6 +272,7 @@ pub(crate) fn depthwise_plane(
     x: &[f32],
     w: &[f32],
     bias: f32,
+    clamp: Option<(f32, f32)>,
     out: &mut [f32],
 ) -> bool {
     #[cfg(target_arch = "x86_64")]
@@ -302,6 +308,7 @@ pub(crate) fn depthwise_plane(
                 dilation_h: g.dilation_h,
                 pad_top: g.pad.0,
                 pad_left: g.pad.1,
+                clamp,
             };
             let (xp, wp, op) = (x.as_ptr(), w.as_ptr(), out.as_mut_ptr());
             // SAFETY: the CPU supports `isa` (checked); `x`, `w` and `out` hold at least
@@ -319,7 +326,7 @@ pub(crate) fn depthwise_plane(
             return true;
         }
     }
-    let _ = (isa, g, x, w, bias, out);
+    let _ = (isa, g, x, w, bias, clamp, out);
     false
 }
 
