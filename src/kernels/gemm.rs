@@ -40,8 +40,10 @@ pub const fn kc_block(isa: Isa) -> usize {
     }
 }
 
-/// Rows of C per task (A block `MC×KC` of 96–192 KiB stays in L2). A multiple of every `mr`.
-pub const MC: usize = 96;
+/// Rows of C per task (A block `MC×KC` of 192–384 KiB stays in L2). A multiple of every `mr`.
+/// 192 rather than 96 keeps BERT's 128-token GEMMs in one row block, so each B micro-panel is
+/// brought in once per K block (BERT-base 2 layers: ≈ 2% faster on Zen 4; ResNet-50 unchanged).
+pub const MC: usize = 192;
 /// Columns of C per B block (`KC×NC` floats ≈ 4 MiB). A multiple of every `nr`.
 pub const NC: usize = 4096;
 /// Below this many flops (`2·m·n·k`) a GEMM runs single-threaded.
