@@ -423,8 +423,14 @@ fn residual_blocks() {
     let exe = compile_ok(&text);
     let ops = op_types(&exe);
     assert_eq!(count(&ops, "BatchNormalization"), 0, "{ops:?}");
-    assert_eq!(count(&ops, "FusedConv"), 2, "{ops:?}");
-    assert_eq!(count(&ops, "Conv"), 2, "BN folded, no activation: {ops:?}");
+    // Every Conv fused: `a` and `c` with their Relu, `b` and `d` with the residual Add and the
+    // Relu after it (`b`'s residual is the graph input, `d`'s the first block's output `Y`).
+    assert_eq!(count(&ops, "FusedConv"), 4, "{ops:?}");
+    assert_eq!(
+        count(&ops, "Conv") + count(&ops, "Add") + count(&ops, "Relu"),
+        0,
+        "{ops:?}"
+    );
     let x = Rng::new(300).tensor(&[2, 4, 6, 6], -1.0, 1.0);
     compare(&exe, &text, &[named("X", x)], "residual");
 }
