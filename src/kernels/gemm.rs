@@ -619,12 +619,7 @@ fn gemm(
         let nc = NC.min(n - jc);
         let nc_panels = nc.div_ceil(nr);
         let (mb, cb) = if par {
-            let nrb0 = m.div_ceil(MC);
-            let ncb = target.div_ceil(nrb0).clamp(1, nc_panels);
-            let cb = nc_panels.div_ceil(ncb) * nr;
-            let ncb = nc.div_ceil(cb);
-            let nrb = nrb0.max(target.div_ceil(ncb)).min(m.div_ceil(mr));
-            (m.div_ceil(nrb).div_ceil(mr) * mr, cb)
+            task_grid(m, nc, mr, nr, target)
         } else {
             (MC, nc_panels * nr)
         };
@@ -664,28 +659,8 @@ fn gemm(
             };
             let beta_eff = if first { beta } else { 1.0 };
 
-            // Split the C block into tasks of disjoint `&mut` row pieces.
-            let nrb = m.div_ceil(mb);
-            let ncb = nc.div_ceil(cb);
-            let mut tasks: Vec<Task> = (0..nrb * ncb)
-                .map(|t| Task {
-                    i0: (t / ncb) * mb,
-                    j0: (t % ncb) * cb,
-                    rows: Vec::new(),
-                    residual: Vec::new(),
-                })
-                .collect();
-            for (i, row) in c.chunks_mut(ldc).take(m).enumerate() {
-                let row = &mut row[jc..jc + nc];
-                for (q, piece) in row.chunks_mut(cb).enumerate() {
-                    tasks[(i / mb) * ncb + q].rows.push(piece);
-                }
-                if let Some(z) = ep.residual_row(i, n).filter(|_| last) {
-                    for (q, piece) in z[jc..jc + nc].chunks(cb).enumerate() {
-                        tasks[(i / mb) * ncb + q].residual.push(piece);
-                    }
-                }
-            }
+            let residual = ep.residual.filter(|_| last);
+            let mut tasks = split_tasks(c, ldc, m, jc..jc + nc, (mb, cb), residual);
             let run = |t: &mut Task| {
                 run_task(
                     isa,
@@ -708,6 +683,52 @@ fn gemm(
     }
     give_back_buffer(&A_BUF, a_buf);
     give_back_buffer(&B_BUF, b_buf);
+}
+
+/// The task grid of a parallel GEMM over `m` rows and `nc` columns: row blocks of `mb` rows ×
+/// column chunks of `cb` columns, about `target` tasks (row blocks of at most [`MC`] rows).
+fn task_grid(m: usize, nc: usize, mr: usize, nr: usize, target: usize) -> (usize, usize) {
+    let nc_panels = nc.div_ceil(nr);
+    let nrb0 = m.div_ceil(MC);
+    let ncb = target.div_ceil(nrb0).clamp(1, nc_panels);
+    let cb = nc_panels.div_ceil(ncb) * nr;
+    let ncb = nc.div_ceil(cb);
+    let nrb = nrb0.max(target.div_ceil(ncb)).min(m.div_ceil(mr));
+    (m.div_ceil(nrb).div_ceil(mr) * mr, cb)
+}
+
+/// Splits the columns `cols` of the `m` rows of C (leading dimension `ldc`) into the tasks of
+/// the grid `(mb, cb)`: disjoint `&mut` row pieces, with the matching pieces of `residual`
+/// (a matrix of C's shape with its own leading dimension) when it is given.
+fn split_tasks<'c>(
+    c: &'c mut [f32],
+    ldc: usize,
+    m: usize,
+    cols: std::ops::Range<usize>,
+    (mb, cb): (usize, usize),
+    residual: Option<(&'c [f32], usize)>,
+) -> Vec<Task<'c>> {
+    let nrb = m.div_ceil(mb);
+    let ncb = cols.len().div_ceil(cb);
+    let mut tasks: Vec<Task> = (0..nrb * ncb)
+        .map(|t| Task {
+            i0: (t / ncb) * mb,
+            j0: (t % ncb) * cb,
+            rows: Vec::new(),
+            residual: Vec::new(),
+        })
+        .collect();
+    for (i, row) in c.chunks_mut(ldc).take(m).enumerate() {
+        for (q, piece) in row[cols.clone()].chunks_mut(cb).enumerate() {
+            tasks[(i / mb) * ncb + q].rows.push(piece);
+        }
+        if let Some((z, ld)) = residual {
+            for (q, piece) in z[i * ld..][cols.clone()].chunks(cb).enumerate() {
+                tasks[(i / mb) * ncb + q].residual.push(piece);
+            }
+        }
+    }
+    tasks
 }
 
 /// One packing job of [`gemm_whole_k`]: a micro-panel of A or B at K block `k0` (`kc` deep).
@@ -807,32 +828,8 @@ fn gemm_whole_k(
         Src::PackedB(p) => &p.data,
         _ => &b_buf[..k * n_pad],
     };
-    let target = 3 * threads;
-    let n_panels = n_pad / nr;
-    let nrb0 = m.div_ceil(MC);
-    let cb = n_panels.div_ceil(target.div_ceil(nrb0).clamp(1, n_panels)) * nr;
-    let ncb = n.div_ceil(cb);
-    let nrb = nrb0.max(target.div_ceil(ncb)).min(m.div_ceil(mr));
-    let mb = m.div_ceil(nrb).div_ceil(mr) * mr;
-    let nrb = m.div_ceil(mb);
-    let mut tasks: Vec<Task> = (0..nrb * ncb)
-        .map(|t| Task {
-            i0: (t / ncb) * mb,
-            j0: (t % ncb) * cb,
-            rows: Vec::new(),
-            residual: Vec::new(),
-        })
-        .collect();
-    for (i, row) in c.chunks_mut(ldc).take(m).enumerate() {
-        for (q, piece) in row[..n].chunks_mut(cb).enumerate() {
-            tasks[(i / mb) * ncb + q].rows.push(piece);
-        }
-        if let Some(z) = ep.residual_row(i, n) {
-            for (q, piece) in z.chunks(cb).enumerate() {
-                tasks[(i / mb) * ncb + q].residual.push(piece);
-            }
-        }
-    }
+    let grid = task_grid(m, n, mr, nr, 3 * threads);
+    let mut tasks = split_tasks(c, ldc, m, 0..n, grid, ep.residual);
     tasks.par_iter_mut().for_each(|t| {
         for k0 in (0..k).step_by(kcb) {
             let kc = kcb.min(k - k0);
