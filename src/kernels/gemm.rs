@@ -595,7 +595,7 @@ fn gemm(
             _ => 0,
         };
         if a_len <= KEEP_MAX && b_len <= KEEP_MAX {
-            gemm_whole_k(isa, alpha, a, b, beta, c, ldc, ep, threads);
+            gemm_whole_k(isa, alpha, (a, b), beta, c, ldc, ep, (m, n, k), threads);
             return;
         }
     }
@@ -731,13 +731,40 @@ fn split_tasks<'c>(
     tasks
 }
 
-/// One packing job of [`gemm_whole_k`]: a micro-panel of A or B at K block `k0` (`kc` deep).
-#[derive(Clone, Copy)]
-enum PackJob {
-    /// A micro-panel `p`.
-    A { k0: usize, kc: usize, p: usize },
-    /// B micro-panel `q`.
-    B { k0: usize, kc: usize, q: usize },
+/// One packing job of [`gemm_whole_k`]: micro-panel `panel` of A (`b == false`) or B at the K
+/// block `k0` (`kc` deep), and where it goes.
+struct PackJob<'b> {
+    b: bool,
+    k0: usize,
+    kc: usize,
+    panel: usize,
+    dst: &'b mut [f32],
+}
+
+/// Adds a [`PackJob`] for every `width`-wide micro-panel of every K block of one operand, whose
+/// block at `k0` takes `padded · kc` floats of `buf` (the layout of [`PackedA`] / [`PackedB`]).
+fn push_panel_jobs<'b>(
+    jobs: &mut Vec<PackJob<'b>>,
+    b: bool,
+    mut buf: &'b mut [f32],
+    (k, kcb): (usize, usize),
+    padded: usize,
+    width: usize,
+) {
+    for k0 in (0..k).step_by(kcb) {
+        let kc = kcb.min(k - k0);
+        let (blk, rest) = std::mem::take(&mut buf).split_at_mut(padded * kc);
+        buf = rest;
+        for (panel, dst) in blk.chunks_mut(kc * width).enumerate() {
+            jobs.push(PackJob {
+                b,
+                k0,
+                kc,
+                panel,
+                dst,
+            });
+        }
+    }
 }
 
 /// The parallel driver when the operands to pack fit whole in the per-thread buffers: every
@@ -748,32 +775,24 @@ enum PackJob {
 fn gemm_whole_k(
     isa: Isa,
     alpha: f32,
-    a: Src,
-    b: Src,
+    (a, b): (Src, Src),
     beta: f32,
     c: &mut [f32],
     ldc: usize,
     ep: &Epilogue,
+    (m, n, k): (usize, usize, usize),
     threads: usize,
 ) {
     let (mr, nr) = tile_size(isa);
     let kcb = kc_block(isa);
-    let (m, k) = match a {
-        Src::Mat(v) => (v.rows, v.cols),
-        Src::PackedA(p) => (p.m, p.k),
-        Src::PackedB(_) | Src::Panels(_) => unreachable!("B operand passed as A"),
-    };
-    let (n, b_src): (usize, Option<&dyn PanelSource>) = match b {
-        Src::Mat(ref v) => (v.cols, None),
-        Src::Panels(p) => (p.cols(), Some(p)),
-        Src::PackedB(p) => (p.n, None),
-        Src::PackedA(_) => unreachable!("A operand passed as B"),
-    };
     let mat_b = match b {
         Src::Mat(v) => Some(MatSource(v)),
         _ => None,
     };
-    let b_src = b_src.or(mat_b.as_ref().map(|s| s as &dyn PanelSource));
+    let b_src: Option<&dyn PanelSource> = match b {
+        Src::Panels(p) => Some(p),
+        _ => mat_b.as_ref().map(|s| s as &dyn PanelSource),
+    };
     let (m_pad, n_pad) = (m.div_ceil(mr) * mr, n.div_ceil(nr) * nr);
     let mut a_buf = match a {
         Src::Mat(_) => take_buffer(&A_BUF, m_pad * k),
@@ -785,37 +804,32 @@ fn gemm_whole_k(
     };
 
     // 1. Pack: one job per micro-panel, each with its own piece of the buffers.
-    let mut jobs: Vec<(PackJob, &mut [f32])> = Vec::new();
+    let mut jobs = Vec::new();
     if let Src::Mat(_) = a {
-        let mut rest = &mut a_buf[..m_pad * k];
-        for k0 in (0..k).step_by(kcb) {
-            let kc = kcb.min(k - k0);
-            let (blk, r) = std::mem::take(&mut rest).split_at_mut(m_pad * kc);
-            rest = r;
-            for (p, panel) in blk.chunks_mut(kc * mr).enumerate() {
-                jobs.push((PackJob::A { k0, kc, p }, panel));
-            }
-        }
+        push_panel_jobs(
+            &mut jobs,
+            false,
+            &mut a_buf[..m_pad * k],
+            (k, kcb),
+            m_pad,
+            mr,
+        );
     }
     if b_src.is_some() {
-        let mut rest = &mut b_buf[..k * n_pad];
-        for k0 in (0..k).step_by(kcb) {
-            let kc = kcb.min(k - k0);
-            let (blk, r) = std::mem::take(&mut rest).split_at_mut(n_pad * kc);
-            rest = r;
-            for (q, panel) in blk.chunks_mut(kc * nr).enumerate() {
-                jobs.push((PackJob::B { k0, kc, q }, panel));
-            }
-        }
+        push_panel_jobs(
+            &mut jobs,
+            true,
+            &mut b_buf[..k * n_pad],
+            (k, kcb),
+            n_pad,
+            nr,
+        );
     }
-    jobs.par_iter_mut()
-        .for_each(|(job, panel)| match (*job, a, b_src) {
-            (PackJob::A { k0, kc, p }, Src::Mat(v), _) => pack_a_panel(isa, &v, k0, kc, p, panel),
-            (PackJob::B { k0, kc, q }, _, Some(src)) => {
-                pack_b_panel(isa, src, k0, kc, 0, n, q, panel)
-            }
-            _ => unreachable!("jobs are made only for the operands to pack"),
-        });
+    jobs.par_iter_mut().for_each(|j| match (j.b, a, b_src) {
+        (false, Src::Mat(v), _) => pack_a_panel(isa, &v, j.k0, j.kc, j.panel, j.dst),
+        (true, _, Some(src)) => pack_b_panel(isa, src, j.k0, j.kc, 0, n, j.panel, j.dst),
+        _ => unreachable!("jobs are made only for the operands to pack"),
+    });
     drop(jobs);
 
     // 2. Compute: the K block at `k0` of either operand starts at `k0 · m_pad` / `k0 · n_pad`,
