@@ -1,0 +1,520 @@
+//! The GEMM drivers: the blocked loops (`jc`, `pc`, tasks of C) and the whole-K parallel
+//! driver, the per-thread packing buffers, and the micro-kernel calls of one task.
+#![forbid(unsafe_code)]
+
+use std::cell::Cell;
+use std::thread::LocalKey;
+
+use rayon::prelude::*;
+
+use super::pack::{pack_a, pack_a_panel, pack_b, pack_b_panel, MatSource};
+use super::{
+    kc_block, tile_size, Activation, Bias, Epilogue, Isa, MatRef, PackedA, PackedB, PanelSource,
+    MC, NC, PAR_MIN_FLOPS,
+};
+use crate::kernels::simd::{self, TileTail};
+
+/// An operand: a view to pack on the fly, or prepacked.
+#[derive(Clone, Copy)]
+pub(super) enum Src<'a> {
+    Mat(MatRef<'a>),
+    PackedA(&'a PackedA),
+    PackedB(&'a PackedB),
+    Panels(&'a dyn PanelSource),
+}
+
+/// One parallel unit: rows `i0..i0+rows.len()` × columns `j0..j0+width` of the current C block,
+/// with the matching pieces of the epilogue's residual (empty when it has none).
+struct Task<'c> {
+    i0: usize,
+    j0: usize,
+    rows: Vec<&'c mut [f32]>,
+    residual: Vec<&'c [f32]>,
+}
+
+/// The driver behind every public entry point.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn gemm(
+    isa: Isa,
+    alpha: f32,
+    a: Src,
+    b: Src,
+    beta: f32,
+    c: &mut [f32],
+    ldc: usize,
+    ep: &Epilogue,
+    parallel: bool,
+) {
+    let (m, ka) = match a {
+        Src::Mat(v) => {
+            v.check("A");
+            (v.rows, v.cols)
+        }
+        Src::PackedA(p) => (p.m, p.k),
+        Src::PackedB(_) | Src::Panels(_) => unreachable!("B operand passed as A"),
+    };
+    let (kb, n) = match b {
+        Src::Mat(v) => {
+            v.check("B");
+            (v.rows, v.cols)
+        }
+        Src::PackedB(p) => (p.k, p.n),
+        Src::Panels(p) => (p.rows(), p.cols()),
+        Src::PackedA(_) => unreachable!("A operand passed as B"),
+    };
+    assert_eq!(
+        ka, kb,
+        "gemm: inner dimensions differ ({m}x{ka} · {kb}x{n})"
+    );
+    let k = ka;
+    if m == 0 || n == 0 {
+        return;
+    }
+    assert!(ldc >= n, "gemm: ldc {ldc} < n {n}");
+    assert!(
+        c.len() >= (m - 1) * ldc + n,
+        "gemm: C has {} elements, needs {}",
+        c.len(),
+        (m - 1) * ldc + n
+    );
+    match ep.bias {
+        Bias::PerRow(bias) => assert!(bias.len() >= m, "gemm: per-row bias too short"),
+        Bias::PerCol(bias) => assert!(bias.len() >= n, "gemm: per-col bias too short"),
+        Bias::None => {}
+    }
+    if let Some((z, ld)) = ep.residual {
+        assert!(
+            ld >= n && z.len() >= (m - 1) * ld + n,
+            "gemm: residual too short"
+        );
+    }
+    // A packed operand fixes the ISA; an unsupported one degrades to a checked panic in simd.
+    let (mr, nr) = tile_size(isa);
+    let kcb = kc_block(isa);
+
+    if k == 0 {
+        for (i, row) in c.chunks_mut(ldc).take(m).enumerate() {
+            let row = &mut row[..n];
+            if beta == 0.0 {
+                row.fill(0.0);
+            } else {
+                row.iter_mut().for_each(|v| *v *= beta);
+            }
+            let z = ep.residual_row(i, n);
+            simd::vectorize(isa, || epilogue_row(ep, row, z, i, 0));
+        }
+        return;
+    }
+
+    let threads = if parallel {
+        rayon::current_num_threads()
+    } else {
+        1
+    };
+    let par = threads > 1 && 2 * m * n * k >= PAR_MIN_FLOPS;
+    let m_pad = m.div_ceil(mr) * mr;
+    if par {
+        let n_pad = n.div_ceil(nr) * nr;
+        let a_len = if matches!(a, Src::Mat(_)) {
+            m_pad * k
+        } else {
+            0
+        };
+        let b_len = match b {
+            Src::Mat(_) | Src::Panels(_) => k * n_pad,
+            _ => 0,
+        };
+        if a_len <= KEEP_MAX && b_len <= KEEP_MAX {
+            gemm_whole_k(isa, alpha, (a, b), beta, c, ldc, ep, (m, n, k), threads);
+            return;
+        }
+    }
+
+    // Packing buffers, reused across calls on this thread (see `take_buffer`).
+    let mut a_buf = match a {
+        Src::Mat(_) => take_buffer(&A_BUF, m_pad * kcb.min(k)),
+        _ => Vec::new(),
+    };
+    let mut b_buf = match b {
+        Src::Mat(_) | Src::Panels(_) => {
+            take_buffer(&B_BUF, kcb.min(k) * NC.min(n.div_ceil(nr) * nr))
+        }
+        _ => Vec::new(),
+    };
+
+    // Task grid: row blocks of `mb` rows × column chunks of `cb` columns.
+    let target = if par { 3 * threads } else { 1 };
+
+    for jc in (0..n).step_by(NC) {
+        let nc = NC.min(n - jc);
+        let nc_panels = nc.div_ceil(nr);
+        let (mb, cb) = if par {
+            task_grid(m, nc, mr, nr, target)
+        } else {
+            (MC, nc_panels * nr)
+        };
+        for pc in (0..k).step_by(kcb) {
+            let kc = kcb.min(k - pc);
+            let first = pc == 0;
+            let last = pc + kc == k;
+            let a_pan: &[f32] = match a {
+                Src::Mat(v) => {
+                    let buf = &mut a_buf[..m_pad * kc];
+                    pack_a(isa, &v, pc, kc, buf, par);
+                    buf
+                }
+                Src::PackedA(p) => {
+                    let mp = p.m.div_ceil(mr) * mr;
+                    &p.data[pc * mp..(pc + kc) * mp]
+                }
+                Src::PackedB(_) | Src::Panels(_) => unreachable!(),
+            };
+            let b_pan: &[f32] = match b {
+                Src::Mat(v) => {
+                    let buf = &mut b_buf[..kc * nc_panels * nr];
+                    pack_b(isa, &MatSource(v), pc, kc, jc, nc, buf, par);
+                    buf
+                }
+                Src::Panels(src) => {
+                    let buf = &mut b_buf[..kc * nc_panels * nr];
+                    pack_b(isa, src, pc, kc, jc, nc, buf, par);
+                    buf
+                }
+                Src::PackedB(p) => {
+                    let np = p.n.div_ceil(nr) * nr;
+                    let blk = &p.data[pc * np..(pc + kc) * np];
+                    &blk[jc * kc..(jc + nc_panels * nr) * kc]
+                }
+                Src::PackedA(_) => unreachable!(),
+            };
+            let beta_eff = if first { beta } else { 1.0 };
+
+            let residual = ep.residual.filter(|_| last);
+            let mut tasks = split_tasks(c, ldc, m, jc..jc + nc, (mb, cb), residual);
+            let run = |t: &mut Task| {
+                run_task(
+                    isa,
+                    t,
+                    kc,
+                    a_pan,
+                    b_pan,
+                    alpha,
+                    beta_eff,
+                    jc,
+                    last.then_some(ep),
+                );
+            };
+            if par {
+                tasks.par_iter_mut().for_each(run);
+            } else {
+                tasks.iter_mut().for_each(run);
+            }
+        }
+    }
+    give_back_buffer(&A_BUF, a_buf);
+    give_back_buffer(&B_BUF, b_buf);
+}
+
+/// The task grid of a parallel GEMM over `m` rows and `nc` columns: row blocks of `mb` rows ×
+/// column chunks of `cb` columns, about `target` tasks (row blocks of at most [`MC`] rows).
+fn task_grid(m: usize, nc: usize, mr: usize, nr: usize, target: usize) -> (usize, usize) {
+    let nc_panels = nc.div_ceil(nr);
+    let nrb0 = m.div_ceil(MC);
+    let ncb = target.div_ceil(nrb0).clamp(1, nc_panels);
+    let cb = nc_panels.div_ceil(ncb) * nr;
+    let ncb = nc.div_ceil(cb);
+    let nrb = nrb0.max(target.div_ceil(ncb)).min(m.div_ceil(mr));
+    (m.div_ceil(nrb).div_ceil(mr) * mr, cb)
+}
+
+/// Splits the columns `cols` of the `m` rows of C (leading dimension `ldc`) into the tasks of
+/// the grid `(mb, cb)`: disjoint `&mut` row pieces, with the matching pieces of `residual`
+/// (a matrix of C's shape with its own leading dimension) when it is given.
+fn split_tasks<'c>(
+    c: &'c mut [f32],
+    ldc: usize,
+    m: usize,
+    cols: std::ops::Range<usize>,
+    (mb, cb): (usize, usize),
+    residual: Option<(&'c [f32], usize)>,
+) -> Vec<Task<'c>> {
+    let nrb = m.div_ceil(mb);
+    let ncb = cols.len().div_ceil(cb);
+    let mut tasks: Vec<Task> = (0..nrb * ncb)
+        .map(|t| Task {
+            i0: (t / ncb) * mb,
+            j0: (t % ncb) * cb,
+            rows: Vec::new(),
+            residual: Vec::new(),
+        })
+        .collect();
+    for (i, row) in c.chunks_mut(ldc).take(m).enumerate() {
+        for (q, piece) in row[cols.clone()].chunks_mut(cb).enumerate() {
+            tasks[(i / mb) * ncb + q].rows.push(piece);
+        }
+        if let Some((z, ld)) = residual {
+            for (q, piece) in z[i * ld..][cols.clone()].chunks(cb).enumerate() {
+                tasks[(i / mb) * ncb + q].residual.push(piece);
+            }
+        }
+    }
+    tasks
+}
+
+/// One packing job of [`gemm_whole_k`]: micro-panel `panel` of A (`b == false`) or B at the K
+/// block `k0` (`kc` deep), and where it goes.
+struct PackJob<'b> {
+    b: bool,
+    k0: usize,
+    kc: usize,
+    panel: usize,
+    dst: &'b mut [f32],
+}
+
+/// Adds a [`PackJob`] for every `width`-wide micro-panel of every K block of one operand, whose
+/// block at `k0` takes `padded · kc` floats of `buf` (the layout of [`PackedA`] / [`PackedB`]).
+fn push_panel_jobs<'b>(
+    jobs: &mut Vec<PackJob<'b>>,
+    b: bool,
+    mut buf: &'b mut [f32],
+    (k, kcb): (usize, usize),
+    padded: usize,
+    width: usize,
+) {
+    for k0 in (0..k).step_by(kcb) {
+        let kc = kcb.min(k - k0);
+        let (blk, rest) = std::mem::take(&mut buf).split_at_mut(padded * kc);
+        buf = rest;
+        for (panel, dst) in blk.chunks_mut(kc * width).enumerate() {
+            jobs.push(PackJob {
+                b,
+                k0,
+                kc,
+                panel,
+                dst,
+            });
+        }
+    }
+}
+
+/// The parallel driver when the operands to pack fit whole in the per-thread buffers: every
+/// micro-panel of every K block is packed in one parallel region, then each task computes its
+/// piece of C over all K blocks in a second one. Two fork-joins per GEMM, where the blocked
+/// driver needs two or three per K block (18 K blocks for a 3×3 convolution of 512 channels).
+#[allow(clippy::too_many_arguments)]
+fn gemm_whole_k(
+    isa: Isa,
+    alpha: f32,
+    (a, b): (Src, Src),
+    beta: f32,
+    c: &mut [f32],
+    ldc: usize,
+    ep: &Epilogue,
+    (m, n, k): (usize, usize, usize),
+    threads: usize,
+) {
+    let (mr, nr) = tile_size(isa);
+    let kcb = kc_block(isa);
+    let mat_b = match b {
+        Src::Mat(v) => Some(MatSource(v)),
+        _ => None,
+    };
+    let b_src: Option<&dyn PanelSource> = match b {
+        Src::Panels(p) => Some(p),
+        _ => mat_b.as_ref().map(|s| s as &dyn PanelSource),
+    };
+    let (m_pad, n_pad) = (m.div_ceil(mr) * mr, n.div_ceil(nr) * nr);
+    let mut a_buf = match a {
+        Src::Mat(_) => take_buffer(&A_BUF, m_pad * k),
+        _ => Vec::new(),
+    };
+    let mut b_buf = match b_src {
+        Some(_) => take_buffer(&B_BUF, k * n_pad),
+        None => Vec::new(),
+    };
+
+    // 1. Pack: one job per micro-panel, each with its own piece of the buffers.
+    let mut jobs = Vec::new();
+    if let Src::Mat(_) = a {
+        push_panel_jobs(
+            &mut jobs,
+            false,
+            &mut a_buf[..m_pad * k],
+            (k, kcb),
+            m_pad,
+            mr,
+        );
+    }
+    if b_src.is_some() {
+        push_panel_jobs(
+            &mut jobs,
+            true,
+            &mut b_buf[..k * n_pad],
+            (k, kcb),
+            n_pad,
+            nr,
+        );
+    }
+    jobs.par_iter_mut().for_each(|j| match (j.b, a, b_src) {
+        (false, Src::Mat(v), _) => pack_a_panel(isa, &v, j.k0, j.kc, j.panel, j.dst),
+        (true, _, Some(src)) => pack_b_panel(isa, src, j.k0, j.kc, 0, n, j.panel, j.dst),
+        _ => unreachable!("jobs are made only for the operands to pack"),
+    });
+    drop(jobs);
+
+    // 2. Compute: the K block at `k0` of either operand starts at `k0 · m_pad` / `k0 · n_pad`,
+    // in the prepacked layouts as in the buffers.
+    let a_full: &[f32] = match a {
+        Src::PackedA(p) => &p.data,
+        _ => &a_buf[..m_pad * k],
+    };
+    let b_full: &[f32] = match b {
+        Src::PackedB(p) => &p.data,
+        _ => &b_buf[..k * n_pad],
+    };
+    let grid = task_grid(m, n, mr, nr, 3 * threads);
+    let mut tasks = split_tasks(c, ldc, m, 0..n, grid, ep.residual);
+    tasks.par_iter_mut().for_each(|t| {
+        for k0 in (0..k).step_by(kcb) {
+            let kc = kcb.min(k - k0);
+            let a_pan = &a_full[k0 * m_pad..(k0 + kc) * m_pad];
+            let b_pan = &b_full[k0 * n_pad..(k0 + kc) * n_pad];
+            let beta_eff = if k0 == 0 { beta } else { 1.0 };
+            let last = k0 + kc == k;
+            run_task(
+                isa,
+                t,
+                kc,
+                a_pan,
+                b_pan,
+                alpha,
+                beta_eff,
+                0,
+                last.then_some(ep),
+            );
+        }
+    });
+    drop(tasks);
+    give_back_buffer(&A_BUF, a_buf);
+    give_back_buffer(&B_BUF, b_buf);
+}
+
+thread_local! {
+    /// Per-thread A packing buffer kept between GEMM calls.
+    static A_BUF: Cell<Vec<f32>> = const { Cell::new(Vec::new()) };
+    /// Per-thread B packing buffer kept between GEMM calls.
+    static B_BUF: Cell<Vec<f32>> = const { Cell::new(Vec::new()) };
+}
+
+/// Buffers larger than this (in floats) are not kept between calls.
+const KEEP_MAX: usize = 1 << 22;
+
+/// Takes this thread's cached buffer (leaving an empty one, so that a GEMM nested in a rayon
+/// job stolen while this one waits simply allocates its own) and sizes it to `len`. The content
+/// is stale; the packing routines overwrite every element they hand to the micro-kernels.
+fn take_buffer(slot: &'static LocalKey<Cell<Vec<f32>>>, len: usize) -> Vec<f32> {
+    let mut v = slot.with(Cell::take);
+    if v.len() < len {
+        v.resize(len, 0.0);
+    }
+    v
+}
+
+/// Returns a buffer to this thread's cache.
+fn give_back_buffer(slot: &'static LocalKey<Cell<Vec<f32>>>, v: Vec<f32>) {
+    if v.capacity() > 0 && v.capacity() <= KEEP_MAX {
+        slot.with(|c| {
+            let old = c.take();
+            c.set(if old.capacity() > v.capacity() {
+                old
+            } else {
+                v
+            });
+        });
+    }
+}
+
+/// Runs the micro-kernels of one task (see [`Task`]); `ep` is `Some` on the last `KC` block.
+#[allow(clippy::too_many_arguments)]
+fn run_task(
+    isa: Isa,
+    t: &mut Task,
+    kc: usize,
+    a_pan: &[f32],
+    b_pan: &[f32],
+    alpha: f32,
+    beta: f32,
+    jc: usize,
+    ep: Option<&Epilogue>,
+) {
+    let (mr, nr) = tile_size(isa);
+    let ep = ep.filter(|e| !e.is_none());
+    // Relu and Clip are clamps the micro-tile applies with the biases; other activations run
+    // over the stored tile.
+    let act = ep.map_or(Activation::None, |e| e.activation);
+    let clamp = act.clamp_bounds();
+    let rest = if clamp.is_some() {
+        Activation::None
+    } else {
+        act
+    };
+    let width = t.rows.first().map_or(0, |r| r.len());
+    let a_task = &a_pan[(t.i0 / mr) * kc * mr..];
+    let b_task = &b_pan[(t.j0 / nr) * kc * nr..];
+    for (jp, b_micro) in b_task.chunks(kc * nr).take(width.div_ceil(nr)).enumerate() {
+        let col = jp * nr;
+        let nr_eff = nr.min(width - col);
+        let j = jc + t.j0 + col;
+        let rows = &mut t.rows[..];
+        let a_rows = &a_task[..rows.len().div_ceil(mr) * kc * mr];
+        let tail = match ep {
+            Some(e) => TileTail {
+                row_bias: match e.bias {
+                    Bias::PerRow(b) => Some(&b[t.i0..t.i0 + rows.len()]),
+                    _ => None,
+                },
+                col_bias: match e.bias {
+                    Bias::PerCol(b) => Some(&b[j..j + nr_eff]),
+                    _ => None,
+                },
+                residual: (!t.residual.is_empty()).then_some(&t.residual[..]),
+                clamp,
+            },
+            None => TileTail::default(),
+        };
+        simd::micro_column(
+            isa, kc, a_rows, b_micro, rows, col, nr_eff, alpha, beta, &tail,
+        );
+        if rest != Activation::None {
+            simd::vectorize(isa, || {
+                for row in rows.iter_mut() {
+                    rest.apply_inline(&mut row[col..col + nr_eff]);
+                }
+            });
+        }
+    }
+}
+
+/// Applies bias, residual (`z`, the matching piece of the residual's row) and activation to
+/// `row`, the piece of C row `i` starting at column `j`. Inlined into callers compiled for the
+/// right ISA (inside `simd::vectorize`).
+#[inline(always)]
+fn epilogue_row(ep: &Epilogue, row: &mut [f32], z: Option<&[f32]>, i: usize, j: usize) {
+    match ep.bias {
+        Bias::None => {}
+        Bias::PerRow(b) => {
+            let v = b[i];
+            row.iter_mut().for_each(|x| *x += v);
+        }
+        Bias::PerCol(b) => {
+            let len = row.len();
+            row.iter_mut()
+                .zip(&b[j..j + len])
+                .for_each(|(x, &v)| *x += v);
+        }
+    }
+    if let Some(z) = z {
+        row.iter_mut().zip(z).for_each(|(x, &v)| *x += v);
+    }
+    ep.activation.apply_inline(row);
+}

@@ -1,0 +1,286 @@
+//! Tests of the GEMM: every entry point against the naive oracle on every ISA the CPU has.
+
+use super::*;
+use crate::kernels::reference::{self, Rng};
+
+fn check_close(got: &[f32], want: &[f32], k: usize, what: &str) {
+    let tol = 1e-5 * (k as f32).sqrt().max(1.0);
+    for (idx, (&g, &w)) in got.iter().zip(want).enumerate() {
+        assert!(
+            (g - w).abs() <= tol * (1.0 + w.abs()),
+            "{what}: index {idx}: got {g}, want {w}"
+        );
+    }
+}
+
+/// Runs one GEMM case on `isa` through every entry point and compares with the oracle.
+#[allow(clippy::too_many_arguments)]
+fn case(
+    isa: Isa,
+    m: usize,
+    n: usize,
+    k: usize,
+    ta: bool,
+    tb: bool,
+    alpha: f32,
+    beta: f32,
+    rng: &mut Rng,
+) {
+    let a_data = rng.vec(m * k);
+    let b_data = rng.vec(k * n);
+    let a = if ta {
+        MatRef::row_major(&a_data, k, m).t()
+    } else {
+        MatRef::row_major(&a_data, m, k)
+    };
+    let b = if tb {
+        MatRef::row_major(&b_data, n, k).t()
+    } else {
+        MatRef::row_major(&b_data, k, n)
+    };
+    let ldc = n + 3;
+    let c0 = rng.vec(m * ldc);
+    let mut want = c0.clone();
+    reference::gemm_ref(alpha, &a, &b, beta, &mut want, ldc);
+    let what = format!("{isa:?} m={m} n={n} k={k} ta={ta} tb={tb} a={alpha} b={beta}");
+    for parallel in [false, true] {
+        let mut got = c0.clone();
+        sgemm_with(
+            isa,
+            parallel,
+            alpha,
+            a,
+            b,
+            beta,
+            &mut got,
+            ldc,
+            &Epilogue::NONE,
+        );
+        check_close(&got, &want, k, &what);
+    }
+    let pa = PackedA::with_isa(isa, a);
+    let mut got = c0.clone();
+    sgemm_packed_a(alpha, &pa, b, beta, &mut got, ldc, &Epilogue::NONE);
+    check_close(&got, &want, k, &format!("{what} packed A"));
+    let pb = PackedB::with_isa(isa, b);
+    let mut got = c0.clone();
+    sgemm_packed(alpha, a, &pb, beta, &mut got, ldc, &Epilogue::NONE);
+    check_close(&got, &want, k, &format!("{what} packed B"));
+}
+
+fn all_shapes(isa: Isa) {
+    let mut rng = Rng::new(7);
+    let dims = [1, 2, 3, 5, 7, 8, 9, 13, 16, 17, 31, 33, 64, 65];
+    for &m in &dims {
+        for &n in &[1, 3, 15, 16, 17, 32, 33, 47, 70] {
+            for &k in &[1, 4, 19] {
+                case(isa, m, n, k, false, false, 1.0, 0.0, &mut rng);
+            }
+        }
+    }
+    for &(m, n, k) in &[
+        (100, 130, 300),
+        (97, 301, 513),
+        (257, 77, 260),
+        (1, 1000, 700),
+        (300, 1, 64),
+    ] {
+        for (ta, tb) in [(false, false), (true, false), (false, true), (true, true)] {
+            case(isa, m, n, k, ta, tb, 0.5, 0.0, &mut rng);
+            case(isa, m, n, k, ta, tb, 1.0, -1.5, &mut rng);
+        }
+    }
+    // Wide N crosses the NC block boundary.
+    case(isa, 9, NC + 45, 20, false, true, 1.0, 1.0, &mut rng);
+}
+
+#[test]
+fn gemm_portable() {
+    all_shapes(Isa::Portable);
+}
+
+#[test]
+fn gemm_avx2() {
+    if let Some(isa) = cpu::test_isa(Isa::Avx2Fma) {
+        all_shapes(isa);
+    }
+}
+
+#[test]
+fn gemm_avx512() {
+    if let Some(isa) = cpu::test_isa(Isa::Avx512) {
+        all_shapes(isa);
+    }
+}
+
+#[test]
+fn hand_computed() {
+    // [1 2; 3 4] · [5 6; 7 8] = [19 22; 43 50]
+    let a = [1.0, 2.0, 3.0, 4.0];
+    let b = [5.0, 6.0, 7.0, 8.0];
+    let mut c = [f32::NAN; 4];
+    sgemm(
+        1.0,
+        MatRef::row_major(&a, 2, 2),
+        MatRef::row_major(&b, 2, 2),
+        0.0,
+        &mut c,
+        2,
+    );
+    assert_eq!(c, [19.0, 22.0, 43.0, 50.0]);
+    // beta accumulates, alpha scales; transposed A = [1 3; 2 4].
+    let mut c = [1.0, 1.0, 1.0, 1.0];
+    sgemm(
+        2.0,
+        MatRef::row_major(&a, 2, 2).t(),
+        MatRef::row_major(&b, 2, 2),
+        1.0,
+        &mut c,
+        2,
+    );
+    // A^T·B = [1*5+3*7, 1*6+3*8; 2*5+4*7, 2*6+4*8] = [26 30; 38 44]
+    assert_eq!(c, [53.0, 61.0, 77.0, 89.0]);
+}
+
+#[test]
+fn beta_zero_ignores_nan_and_k_zero() {
+    for isa in cpu::test_isas() {
+        let mut rng = Rng::new(3);
+        let (m, n, k) = (19, 37, 11);
+        let a = rng.vec(m * k);
+        let b = rng.vec(k * n);
+        let mut c = vec![f32::NAN; m * n];
+        sgemm_with(
+            isa,
+            true,
+            1.0,
+            MatRef::row_major(&a, m, k),
+            MatRef::row_major(&b, k, n),
+            0.0,
+            &mut c,
+            n,
+            &Epilogue::NONE,
+        );
+        assert!(c.iter().all(|v| v.is_finite()));
+        let mut c = vec![2.0f32; 6];
+        let empty: [f32; 0] = [];
+        sgemm_with(
+            isa,
+            false,
+            1.0,
+            MatRef::row_major(&empty, 2, 0),
+            MatRef::row_major(&empty, 0, 3),
+            0.5,
+            &mut c,
+            3,
+            &Epilogue::NONE,
+        );
+        assert_eq!(c, vec![1.0; 6]);
+    }
+}
+
+#[test]
+fn epilogue_fused() {
+    for isa in cpu::test_isas() {
+        let mut rng = Rng::new(11);
+        for &(m, n, k) in &[(5, 7, 3), (70, 90, 300), (33, 65, 257)] {
+            let a = rng.vec(m * k);
+            let b = rng.vec(k * n);
+            let row_bias = rng.vec(m);
+            let col_bias = rng.vec(n);
+            let (am, bm) = (MatRef::row_major(&a, m, k), MatRef::row_major(&b, k, n));
+            let clip = Activation::Clip {
+                min: -0.3,
+                max: 0.4,
+            };
+            for (bias, act) in [
+                (Bias::PerRow(&row_bias), Activation::Relu),
+                (Bias::PerCol(&col_bias), Activation::Sigmoid),
+                (Bias::None, Activation::Tanh),
+                (Bias::PerCol(&col_bias), Activation::Relu),
+                (Bias::PerRow(&row_bias), clip),
+                (Bias::PerCol(&col_bias), clip),
+                (Bias::None, Activation::Relu),
+            ] {
+                // The residual has a leading dimension wider than n (a strided view).
+                let ldz = n + 3;
+                let z = rng.vec(m * ldz);
+                for residual in [None, Some((&z[..], ldz))] {
+                    let mut want = vec![0.0; m * n];
+                    reference::gemm_ref(1.0, &am, &bm, 0.0, &mut want, n);
+                    for i in 0..m {
+                        for j in 0..n {
+                            let v = &mut want[i * n + j];
+                            *v += match bias {
+                                Bias::None => 0.0,
+                                Bias::PerRow(b) => b[i],
+                                Bias::PerCol(b) => b[j],
+                            };
+                            if let Some((z, ld)) = residual {
+                                *v += z[i * ld + j];
+                            }
+                            *v = reference::activation_ref(act, *v);
+                        }
+                    }
+                    let ep = Epilogue {
+                        bias,
+                        residual,
+                        activation: act,
+                    };
+                    let what = format!(
+                        "{isa:?} {m}x{n}x{k} {act:?} residual {}",
+                        residual.is_some()
+                    );
+                    let mut got = vec![f32::NAN; m * n];
+                    sgemm_with(isa, true, 1.0, am, bm, 0.0, &mut got, n, &ep);
+                    check_close(&got, &want, k, &what);
+                    let pb = PackedB::with_isa(isa, bm);
+                    let mut got = vec![f32::NAN; m * n];
+                    sgemm_packed(1.0, am, &pb, 0.0, &mut got, n, &ep);
+                    check_close(&got, &want, k, &format!("packed {what}"));
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn fused_clamp_keeps_nan() {
+    // Row 0 of A holds a NaN: row 0 of C is NaN before and after Relu/Clip (like the
+    // activation operators); row 1 gives -(k·(j+1)+…) < -1, clamped to the lower bound.
+    for isa in cpu::test_isas() {
+        let (m, n, k) = (2, 19, 3);
+        let a = [f32::NAN, 1.0, 1.0, -1.0, -1.0, -1.0];
+        let b: Vec<f32> = (0..k * n).map(|i| 1.0 + i as f32).collect();
+        for (act, low) in [
+            (Activation::Relu, 0.0),
+            (
+                Activation::Clip {
+                    min: -1.0,
+                    max: 1.0,
+                },
+                -1.0,
+            ),
+        ] {
+            let ep = Epilogue {
+                bias: Bias::None,
+                residual: None,
+                activation: act,
+            };
+            let mut c = vec![0.5f32; m * n];
+            sgemm_with(
+                isa,
+                false,
+                1.0,
+                MatRef::row_major(&a, m, k),
+                MatRef::row_major(&b, k, n),
+                0.0,
+                &mut c,
+                n,
+                &ep,
+            );
+            assert!(c[..n].iter().all(|v| v.is_nan()), "{isa:?} {act:?}: {c:?}");
+            assert!(c[n..].iter().all(|&v| v == low), "{isa:?} {act:?}: {c:?}");
+        }
+    }
+}
