@@ -25,6 +25,10 @@
 // Backend property: OpenCL context.
 #define ONNXIFI_BACKEND_OPENCL_CONTEXT 8
 
+// Backend property of this library: the number of compute threads of the backend (value
+// 1 to 1024; without it, `ONNXIFI_RUST_NUM_THREADS` or all cores).
+#define ONNXIFI_BACKEND_PROPERTY_NUM_THREADS_RUST 90526423711745
+
 // Graph property list terminator.
 #define ONNXIFI_GRAPH_PROPERTY_NONE 0
 
@@ -203,6 +207,14 @@ typedef onnxStatus (*onnxWaitEventForFunction)(onnxEvent event,
                                                onnxStatus *eventStatus,
                                                char *message,
                                                size_t *messageLength);
+
+// Pointer type of the `onnxGetOutputShapesRUST` extension (output types and shapes for given
+// input shapes, before `onnxSetGraphIO`).
+typedef onnxStatus (*onnxGetOutputShapesRUSTFunction)(onnxGraph graph,
+                                                      uint32_t inputsCount,
+                                                      const struct onnxTensorDescriptorV1 *inputDescriptors,
+                                                      uint32_t outputsCount,
+                                                      struct onnxTensorDescriptorV1 *outputDescriptors);
 
 // Success.
 #define ONNXIFI_STATUS_SUCCESS 0
@@ -602,6 +614,22 @@ onnxStatus onnxWaitEventFor(onnxEvent event_,
 // Extension: copies the message of this thread's last failed call (NUL-terminated) with the
 // byte-size protocol of `onnxGetBackendInfo`.
 onnxStatus onnxGetLastErrorMessage(char *message, size_t *messageLength);
+
+// Extension: the data type and shape of every output described in `outputDescriptors`, for
+// the input shapes described in `inputDescriptors` (every graph input, by name; their
+// `buffer` fields are ignored), as the backend's shape inference gives them, so that a caller
+// can size the output buffers before `onnxSetGraphIO`.
+//
+// Each output descriptor names an output; its `shape` points to `dimensions` writable entries
+// (the capacity). On return `dataType` holds the output's type, `dimensions` its rank and
+// `shape` its dimensions, 0 for a dimension only a run decides. When a capacity is too small
+// the rank is still written, the shape is not, and the call answers FALLBACK after filling
+// the others. Nothing is written on any other failure.
+onnxStatus onnxGetOutputShapesRUST(onnxGraph graph_,
+                                   uint32_t inputsCount,
+                                   const struct onnxTensorDescriptorV1 *inputDescriptors,
+                                   uint32_t outputsCount,
+                                   struct onnxTensorDescriptorV1 *outputDescriptors);
 
 // Looks up an extension function by name (with or without the `Function` suffix).
 onnxStatus onnxGetExtensionFunctionAddress(onnxBackendID backendID,

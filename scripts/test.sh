@@ -22,6 +22,12 @@ cargo build --release --locked
 cargo test --workspace --locked -- --nocapture
 bash ffi-tests/run-c-tests.sh
 
+# The Python package, installed into the venv as a user would (`pip install ./python` builds the
+# library and bundles it), then ONNX's BackendTest and the Session tests against that install.
+"$ONNXIFI_RUST_PYTHON" -m pip install --quiet --disable-pip-version-check ./python
+(cd python/tests && env -u ONNXIFI_RUST_LIB "$ONNXIFI_RUST_PYTHON" -m pytest -q \
+  -p no:cacheprovider -W ignore::RuntimeWarning -W ignore::DeprecationWarning .)
+
 # The vendor install layout: a staged `packaging/install.sh` must give the library under its
 # ONNXIFI vendor name with the right SONAME, the header and a pkg-config file.
 stage=$(mktemp -d)

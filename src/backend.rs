@@ -104,6 +104,8 @@ pub struct Settings {
     pub optimization: Optimization,
     /// Log level (1 debug … 4 error).
     pub log_level: u64,
+    /// Compute threads asked for by property (`None`: [`thread_count`]).
+    pub threads: Option<usize>,
 }
 
 impl Default for Settings {
@@ -111,6 +113,7 @@ impl Default for Settings {
         Settings {
             optimization: Optimization::HighThroughput,
             log_level: 3,
+            threads: None,
         }
     }
 }
@@ -144,6 +147,15 @@ impl Settings {
                     }
                     s.log_level = value;
                 }
+                NUM_THREADS_PROPERTY => {
+                    if !(1..=MAX_THREADS as u64).contains(&value) {
+                        return Err(Error::new(
+                            Status::InvalidProperty,
+                            format!("thread count {value} is not in 1..={MAX_THREADS}"),
+                        ));
+                    }
+                    s.threads = Some(value as usize);
+                }
                 4 | 8 => {
                     return Err(Error::new(
                         Status::UnsupportedProperty,
@@ -161,6 +173,10 @@ impl Settings {
         Ok(s)
     }
 }
+
+/// The backend property key that sets the number of compute threads (the value of
+/// `ONNXIFI_BACKEND_PROPERTY_NUM_THREADS_RUST` in the C header).
+pub const NUM_THREADS_PROPERTY: u64 = 0x5255_5354_0001;
 
 /// Number of compute threads: `ONNXIFI_RUST_NUM_THREADS` if set to a positive number, else all
 /// cores.
@@ -186,10 +202,11 @@ pub struct Backend {
 }
 
 impl Backend {
-    /// Creates a backend with its own pool of [`thread_count`] threads.
+    /// Creates a backend with its own pool of threads: as many as the settings ask for, else
+    /// [`thread_count`].
     pub fn new(settings: Settings) -> Result<Backend> {
         let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(thread_count())
+            .num_threads(settings.threads.unwrap_or_else(thread_count))
             .thread_name(|i| format!("onnxifi-rust-{i}"))
             // Runs catch their own panics; should one still escape, never abort the host.
             .panic_handler(|_| {})
@@ -236,6 +253,20 @@ mod tests {
             Settings::from_properties(&[(4, 0)]).unwrap_err().status,
             Status::UnsupportedProperty
         );
+        assert_eq!(
+            Settings::from_properties(&[(NUM_THREADS_PROPERTY, 3)])
+                .unwrap()
+                .threads,
+            Some(3)
+        );
+        for bad in [0, MAX_THREADS as u64 + 1] {
+            assert_eq!(
+                Settings::from_properties(&[(NUM_THREADS_PROPERTY, bad)])
+                    .unwrap_err()
+                    .status,
+                Status::InvalidProperty
+            );
+        }
     }
 
     #[test]

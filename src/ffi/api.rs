@@ -4,7 +4,7 @@
 
 use super::guard;
 use super::handles::Registry;
-use super::io::{read_descriptors, read_tensor, write_tensor, Described};
+use super::io::{read_descriptors, read_shape_descriptors, read_tensor, write_tensor, Described};
 use super::types::*;
 use crate::backend::{Backend, Settings};
 use crate::error::{Error, Result, Status};
@@ -804,6 +804,157 @@ pub unsafe extern "C" fn onnxGetLastErrorMessage(
     })
 }
 
+/// Extension: the data type and shape of every output described in `outputDescriptors`, for
+/// the input shapes described in `inputDescriptors` (every graph input, by name; their
+/// `buffer` fields are ignored), as the backend's shape inference gives them, so that a caller
+/// can size the output buffers before `onnxSetGraphIO`.
+///
+/// Each output descriptor names an output; its `shape` points to `dimensions` writable entries
+/// (the capacity). On return `dataType` holds the output's type, `dimensions` its rank and
+/// `shape` its dimensions, 0 for a dimension only a run decides. When a capacity is too small
+/// the rank is still written, the shape is not, and the call answers FALLBACK after filling
+/// the others. Nothing is written on any other failure.
+#[no_mangle]
+pub unsafe extern "C" fn onnxGetOutputShapesRUST(
+    graph_: onnxGraph,
+    inputsCount: u32,
+    inputDescriptors: *const onnxTensorDescriptorV1,
+    outputsCount: u32,
+    outputDescriptors: *mut onnxTensorDescriptorV1,
+) -> onnxStatus {
+    guard(|| {
+        let g = graph(graph_)?;
+        let exe = &g.exe;
+        if inputDescriptors.is_null() && inputsCount > 0 {
+            return Err(err(
+                Status::InvalidPointer,
+                "inputDescriptors is NULL but inputsCount > 0",
+            ));
+        }
+        if outputDescriptors.is_null() && outputsCount > 0 {
+            return Err(err(
+                Status::InvalidPointer,
+                "outputDescriptors is NULL but outputsCount > 0",
+            ));
+        }
+        let inputs = if inputsCount == 0 {
+            Vec::new()
+        } else {
+            // SAFETY: the caller gives `inputsCount` descriptors.
+            unsafe { read_shape_descriptors(inputDescriptors, inputsCount) }?
+        };
+        let mut shapes: Vec<Option<Vec<usize>>> = vec![None; exe.inputs().len()];
+        for d in inputs {
+            let i = exe
+                .inputs()
+                .iter()
+                .position(|s| s.name == d.name)
+                .ok_or_else(|| {
+                    err(
+                        Status::InvalidName,
+                        format!("'{}' is not an input of the graph", d.name),
+                    )
+                })?;
+            if shapes[i].replace(d.tensor.shape).is_some() {
+                return Err(err(
+                    Status::InvalidName,
+                    format!("'{}' is described twice", d.name),
+                ));
+            }
+        }
+        let shapes: Vec<Vec<usize>> = shapes
+            .into_iter()
+            .zip(exe.inputs())
+            .map(|(s, spec)| {
+                s.ok_or_else(|| {
+                    err(
+                        Status::UnidentifiedName,
+                        format!("input '{}' has no descriptor", spec.name),
+                    )
+                })
+            })
+            .collect::<Result<_>>()?;
+        let inferred = exe.output_shapes(&shapes)?;
+        // Read every output descriptor (tag first) and resolve its name before writing any.
+        let mut plan = Vec::with_capacity(outputsCount as usize);
+        for i in 0..outputsCount as usize {
+            // SAFETY: the caller gives `outputsCount` descriptors; the tag, the first field, is
+            // read alone first.
+            let tag =
+                unsafe { std::ptr::addr_of!((*outputDescriptors.add(i)).tag).read_unaligned() };
+            if tag != ONNXIFI_TAG_TENSOR_DESCRIPTOR_V1 {
+                return Err(err(
+                    Status::UnsupportedTag,
+                    format!("output descriptor {i} has tag {tag:#x}"),
+                ));
+            }
+            // SAFETY: a V1 descriptor is readable whole.
+            let d = unsafe { outputDescriptors.add(i).read_unaligned() };
+            if d.name.is_null() {
+                return Err(err(
+                    Status::InvalidPointer,
+                    format!("output descriptor {i} has a NULL name"),
+                ));
+            }
+            // SAFETY: a NUL-terminated name (contract).
+            let name = unsafe { CStr::from_ptr(d.name) }.to_string_lossy();
+            let o = exe
+                .outputs()
+                .iter()
+                .position(|s| *s.name == *name)
+                .ok_or_else(|| {
+                    err(
+                        Status::InvalidName,
+                        format!("'{name}' is not an output of the graph"),
+                    )
+                })?;
+            if d.dimensions > 0 && d.shape.is_null() {
+                return Err(err(
+                    Status::InvalidPointer,
+                    format!("'{name}': NULL shape with capacity {}", d.dimensions),
+                ));
+            }
+            let spec = &exe.outputs()[o];
+            let dims: Vec<u64> = match (&inferred[o], &spec.declared.dims) {
+                (Some(s), _) => s.iter().map(|&v| v as u64).collect(),
+                (None, Some(declared)) => declared
+                    .iter()
+                    .map(|d| match d {
+                        crate::ir::Dim::Fixed(v) => *v as u64,
+                        _ => 0,
+                    })
+                    .collect(),
+                (None, None) => {
+                    return Err(err(
+                        Status::UnsupportedShape,
+                        format!("output '{name}': its rank is only known after a run"),
+                    ))
+                }
+            };
+            plan.push((i, d.dimensions as usize, spec.declared.dtype, dims));
+        }
+        let mut status = Status::Success;
+        for (i, capacity, dtype, dims) in plan {
+            let slot = outputDescriptors.wrapping_add(i);
+            // SAFETY: descriptor `i` is the caller's, writable (contract); its shape array has
+            // `capacity` writable entries (checked non-NULL above when capacity > 0).
+            unsafe {
+                std::ptr::addr_of_mut!((*slot).dataType).write_unaligned(dtype.code() as u64);
+                std::ptr::addr_of_mut!((*slot).dimensions).write_unaligned(dims.len() as u32);
+                if dims.len() <= capacity {
+                    let shape = std::ptr::addr_of!((*slot).shape).read_unaligned() as *mut u64;
+                    for (j, &v) in dims.iter().enumerate() {
+                        shape.add(j).write_unaligned(v);
+                    }
+                } else {
+                    status = Status::Fallback;
+                }
+            }
+        }
+        Ok(status)
+    })
+}
+
 /// Looks up an extension function by name (with or without the `Function` suffix).
 #[no_mangle]
 pub unsafe extern "C" fn onnxGetExtensionFunctionAddress(
@@ -837,6 +988,11 @@ pub unsafe extern "C" fn onnxGetExtensionFunctionAddress(
             "onnxWaitEventFor" => Some(unsafe {
                 std::mem::transmute::<*const (), unsafe extern "C" fn() -> onnxStatus>(
                     onnxWaitEventFor as *const (),
+                )
+            }),
+            "onnxGetOutputShapesRUST" => Some(unsafe {
+                std::mem::transmute::<*const (), unsafe extern "C" fn() -> onnxStatus>(
+                    onnxGetOutputShapesRUST as *const (),
                 )
             }),
             "onnxGetLastErrorMessage" => Some(unsafe {

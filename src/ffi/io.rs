@@ -29,6 +29,30 @@ pub unsafe fn read_descriptors(
     ptr: *const onnxTensorDescriptorV1,
     count: u32,
 ) -> Result<Vec<Described>> {
+    // SAFETY: forwarded contract.
+    unsafe { read_descriptors_with(ptr, count, true) }
+}
+
+/// [`read_descriptors`] for descriptors that only describe a type and shape: their `buffer`
+/// is not looked at (it may be 0) and the result's `addr` must not be used.
+///
+/// # Safety
+/// As for [`read_descriptors`].
+pub unsafe fn read_shape_descriptors(
+    ptr: *const onnxTensorDescriptorV1,
+    count: u32,
+) -> Result<Vec<Described>> {
+    // SAFETY: forwarded contract.
+    unsafe { read_descriptors_with(ptr, count, false) }
+}
+
+/// # Safety
+/// As for [`read_descriptors`].
+unsafe fn read_descriptors_with(
+    ptr: *const onnxTensorDescriptorV1,
+    count: u32,
+    need_buffer: bool,
+) -> Result<Vec<Described>> {
     let mut out = Vec::with_capacity(count as usize);
     for i in 0..count as usize {
         // SAFETY: the caller gives `count` descriptors at `ptr`; the tag is the first field and
@@ -42,14 +66,14 @@ pub unsafe fn read_descriptors(
         }
         // SAFETY: the tag says this is a V1 descriptor, so the whole struct is readable.
         let d = unsafe { ptr.add(i).read_unaligned() };
-        out.push(unsafe { read_one(i, &d) }?);
+        out.push(unsafe { read_one(i, &d, need_buffer) }?);
     }
     Ok(out)
 }
 
 /// # Safety
 /// As for [`read_descriptors`], for one descriptor.
-unsafe fn read_one(i: usize, d: &onnxTensorDescriptorV1) -> Result<Described> {
+unsafe fn read_one(i: usize, d: &onnxTensorDescriptorV1, need_buffer: bool) -> Result<Described> {
     if d.name.is_null() {
         return Err(Error::new(
             Status::InvalidPointer,
@@ -126,7 +150,7 @@ unsafe fn read_one(i: usize, d: &onnxTensorDescriptorV1) -> Result<Described> {
             );
         }
     }
-    if d.buffer == 0 {
+    if need_buffer && d.buffer == 0 {
         return Err(Error::new(
             Status::InvalidMemoryLocation,
             format!("'{name}': NULL buffer"),

@@ -245,6 +245,9 @@ pub const ONNXIFI_BACKEND_PROPERTY_LOG_LEVEL: u64 = 2;
 pub const ONNXIFI_BACKEND_CUDA_STREAM: u64 = 4;
 /// Backend property: OpenCL context.
 pub const ONNXIFI_BACKEND_OPENCL_CONTEXT: u64 = 8;
+/// Backend property of this library: the number of compute threads of the backend (value
+/// 1 to 1024; without it, `ONNXIFI_RUST_NUM_THREADS` or all cores).
+pub const ONNXIFI_BACKEND_PROPERTY_NUM_THREADS_RUST: u64 = 0x5255_5354_0001;
 /// Graph property list terminator.
 pub const ONNXIFI_GRAPH_PROPERTY_NONE: u64 = 0;
 
@@ -417,11 +420,30 @@ pub type onnxWaitEventForFunction = Option<
         messageLength: *mut usize,
     ) -> onnxStatus,
 >;
+/// Pointer type of the `onnxGetOutputShapesRUST` extension (output types and shapes for given
+/// input shapes, before `onnxSetGraphIO`).
+pub type onnxGetOutputShapesRUSTFunction = Option<
+    unsafe extern "C" fn(
+        graph: onnxGraph,
+        inputsCount: u32,
+        inputDescriptors: *const onnxTensorDescriptorV1,
+        outputsCount: u32,
+        outputDescriptors: *mut onnxTensorDescriptorV1,
+    ) -> onnxStatus,
+>;
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::mem::{align_of, offset_of, size_of};
+
+    #[test]
+    fn thread_property_is_the_backends() {
+        assert_eq!(
+            ONNXIFI_BACKEND_PROPERTY_NUM_THREADS_RUST,
+            crate::backend::NUM_THREADS_PROPERTY
+        );
+    }
 
     #[test]
     fn layouts_match_the_official_header() {
