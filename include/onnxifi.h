@@ -456,6 +456,23 @@ typedef onnxStatus (*onnxGetOutputShapesRUSTFunction)(onnxGraph graph,
 // Info: OpenCL device id.
 #define ONNXIFI_BACKEND_OPENCL_DEVICE_ID 46
 
+// Backend info of this library: the SIMD kernels in use (`avx512`, `avx2+fma`, `portable`),
+// a string.
+#define ONNXIFI_BACKEND_SIMD_RUST 1381171201
+
+// Backend info of this library: the operator table, a string of one line per operator:
+// `domain:op_type oldest..newest since-version types,...` (`ai.onnx` for the default domain).
+#define ONNXIFI_BACKEND_OPERATORS_RUST 1381171202
+
+// Backend info of this library: the process-wide operator profile collected when
+// `ONNXIFI_RUST_PROFILE` is set, a string of one line per operator, slowest first:
+// `op_type<TAB>calls<TAB>total_ns` (empty when profiling is off).
+#define ONNXIFI_BACKEND_PROFILE_RUST 1381171203
+
+// Backend info of this library: the default number of compute threads of a new backend
+// (`ONNXIFI_RUST_NUM_THREADS`, else every core), a uint64_t.
+#define ONNXIFI_BACKEND_NUM_THREADS_RUST 1381171204
+
 // Data type: undefined.
 #define ONNXIFI_DATATYPE_UNDEFINED 0
 

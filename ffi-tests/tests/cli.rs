@@ -237,3 +237,276 @@ fn run_bundled_text_example_matches_onnxruntime() {
     let piped = child.wait_with_output().expect("onnxifi-run runs");
     assert_eq!(output_lines(&piped), output_lines(&out));
 }
+
+/// The test environment's Python (with numpy, onnx and onnxruntime).
+fn python() -> PathBuf {
+    std::env::var_os("ONNXIFI_TEST_PYTHON")
+        .or_else(|| std::env::var_os("ONNXIFI_RUST_PYTHON"))
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root().join(".venv/bin/python"))
+}
+
+/// Runs a Python script with arguments; panics with its stderr when it fails.
+fn run_python(script: &str, args: &[&str]) -> String {
+    let out = Command::new(python())
+        .args(["-c", script])
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", python().display()));
+    assert!(
+        out.status.success(),
+        "python failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A scratch folder under the test models' folder, emptied first.
+fn scratch(name: &str) -> PathBuf {
+    let dir = models().join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch folder");
+    dir
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[test]
+fn inputs_from_npy_npz_and_pb_give_onnxruntime_outputs_and_expect_checks_them() {
+    let dir = scratch("cli_files");
+    let d = dir.to_str().expect("utf-8");
+    // Inputs in every format, and an ONNX test-data folder with onnxruntime's output.
+    run_python(
+        "import sys, os, numpy as np, onnxruntime as ort\n\
+         from onnx import numpy_helper\n\
+         d, model = sys.argv[1], sys.argv[2]\n\
+         x = np.random.default_rng(7).standard_normal((1, 3, 16, 16)).astype(np.float32)\n\
+         np.save(f'{d}/x.npy', x); np.savez(f'{d}/x.npz', input=x); np.savez_compressed(f'{d}/xc.npz', input=x)\n\
+         open(f'{d}/x.pb', 'wb').write(numpy_helper.from_array(x, 'input').SerializeToString())\n\
+         y = ort.InferenceSession(model, providers=['CPUExecutionProvider']).run(None, {'input': x})[0]\n\
+         for name, out in [('good', y), ('bad', y + 0.01)]: os.makedirs(f'{d}/{name}', exist_ok=True); \
+         open(f'{d}/{name}/input_0.pb', 'wb').write(numpy_helper.from_array(x).SerializeToString()); \
+         open(f'{d}/{name}/output_0.pb', 'wb').write(numpy_helper.from_array(out).SerializeToString())\n\
+         np.save(f'{d}/want.npy', y)",
+        &[d, repo_root().join("examples/small_cnn.onnx").to_str().expect("utf-8")],
+    );
+    let mut lines = Vec::new();
+    for file in ["x.npy", "x.npz", "xc.npz", "x.pb"] {
+        let arg = format!("input={d}/{file}");
+        let input = if file.ends_with(".npz") {
+            format!("{d}/{file}")
+        } else {
+            arg
+        };
+        lines.push(output_lines(&run_cli(&[
+            "run",
+            "examples/small_cnn.onnx",
+            "--input",
+            &input,
+            "--repeat",
+            "1",
+        ])));
+    }
+    assert!(lines.windows(2).all(|w| w[0] == w[1]), "{lines:?}");
+    // --expect with onnxruntime's output passes; with a shifted output it fails (exit 1).
+    let save = format!("{d}/saved");
+    let good = run_cli(&[
+        "run",
+        "examples/small_cnn.onnx",
+        "--expect",
+        &format!("{d}/good"),
+        "--save",
+        &save,
+        "--repeat",
+        "1",
+    ]);
+    assert!(good.status.success(), "{}", text(&good.stderr));
+    assert!(
+        text(&good.stdout).contains("expect probs: ok"),
+        "{}",
+        text(&good.stdout)
+    );
+    let bad = run_cli(&[
+        "run",
+        "examples/small_cnn.onnx",
+        "--expect",
+        &format!("{d}/bad"),
+    ]);
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(text(&bad.stdout).contains("expect probs: MISMATCH"));
+    // The saved .npy is what numpy reads back, equal to onnxruntime's output.
+    let diff = run_python(
+        "import sys, numpy as np\n\
+         a, b = np.load(sys.argv[1]), np.load(sys.argv[2])\n\
+         assert a.shape == b.shape == (1, 10) and a.dtype == np.float32, (a.shape, a.dtype)\n\
+         print(float(np.abs(a - b).max()))",
+        &[&format!("{save}/probs.npy"), &format!("{d}/want.npy")],
+    );
+    assert!(
+        diff.trim().parse::<f64>().expect("a number") < 1e-5,
+        "{diff}"
+    );
+}
+
+#[test]
+fn failures_name_the_status_and_the_library_message() {
+    let dir = scratch("cli_errors");
+    let d = dir.to_str().expect("utf-8");
+    run_python(
+        "import sys, onnx\n\
+         from onnx import helper\n\
+         d = sys.argv[1]\n\
+         g = helper.make_graph([helper.make_node('Foo', ['x'], ['y'], domain='com.acme')], 'g',\n\
+             [helper.make_tensor_value_info('x', 1, [2])], [helper.make_tensor_value_info('y', 1, [2])])\n\
+         onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid('', 17), helper.make_opsetid('com.acme', 1)]), f'{d}/foo.onnx')\n\
+         g = helper.make_graph([helper.make_node('Reshape', ['x', 's'], ['y'])], 'g',\n\
+             [helper.make_tensor_value_info('x', 1, [2, 3]), helper.make_tensor_value_info('s', 7, [2])],\n\
+             [helper.make_tensor_value_info('y', 1, [3, 2])])\n\
+         onnx.save(helper.make_model(g), f'{d}/reshape.onnx')",
+        &[d],
+    );
+    let foo = run_cli(&["run", &format!("{d}/foo.onnx")]);
+    assert_eq!(foo.status.code(), Some(1));
+    let err = text(&foo.stderr);
+    assert!(
+        err.contains("onnxInitGraph failed: UNSUPPORTED_OPERATOR") && err.contains("Foo"),
+        "{err}"
+    );
+    assert!(!err.contains("0x0203"), "{err}");
+    // A shape-like integer input is not generated: the CLI asks for a file.
+    let reshape = run_cli(&["run", &format!("{d}/reshape.onnx")]);
+    assert_eq!(reshape.status.code(), Some(2));
+    assert!(
+        text(&reshape.stderr).contains("--input s=FILE"),
+        "{}",
+        text(&reshape.stderr)
+    );
+    // Unknown --dim names and bad thread settings are refused, not ignored.
+    let dim = run_cli(&["run", "examples/small_cnn_dynamic.onnx", "--dim", "M=3"]);
+    assert_eq!(dim.status.code(), Some(2));
+    assert!(text(&dim.stderr).contains("no dimension named \"M\""));
+    let env = Command::new(cli())
+        .args(["--lib", library_path().to_str().expect("utf-8")])
+        .args(["run", "examples/small_cnn.onnx"])
+        .env("ONNXIFI_RUST_NUM_THREADS", "lots")
+        .current_dir(repo_root())
+        .output()
+        .expect("runs");
+    assert_eq!(env.status.code(), Some(2));
+    assert!(text(&env.stderr).contains("ONNXIFI_RUST_NUM_THREADS"));
+    let zero = run_cli(&["run", "examples/small_cnn.onnx", "--threads", "0"]);
+    assert_eq!(zero.status.code(), Some(2));
+}
+
+#[test]
+fn a_closed_pipe_ends_the_program_quietly() {
+    let mut child = Command::new(cli())
+        .args(["--lib", library_path().to_str().expect("utf-8")])
+        .args(["info", "--operators"])
+        .current_dir(repo_root())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("starts");
+    let mut first = [0u8; 8];
+    std::io::Read::read_exact(&mut child.stdout.take().expect("stdout"), &mut first)
+        .expect("reads");
+    // The read end is dropped here: later writes get EPIPE.
+    let out = child.wait_with_output().expect("ends");
+    assert!(
+        out.status.success(),
+        "{:?}: {}",
+        out.status,
+        text(&out.stderr)
+    );
+    assert!(
+        !text(&out.stderr).contains("panicked"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn every_command_has_help_and_there_is_a_version() {
+    for cmd in ["run", "bench", "info", "check", "convert"] {
+        let out = run_cli(&[cmd, "--help"]);
+        assert!(out.status.success(), "{cmd} --help: {}", text(&out.stderr));
+        assert!(
+            text(&out.stdout).starts_with(&format!("usage: onnxifi-run {cmd}")),
+            "{cmd}: {}",
+            text(&out.stdout)
+        );
+        assert_eq!(run_cli(&["help", cmd]).stdout, out.stdout);
+    }
+    let v = run_cli(&["--version"]);
+    assert!(
+        text(&v.stdout).starts_with("onnxifi-run 0."),
+        "{}",
+        text(&v.stdout)
+    );
+}
+
+#[test]
+fn bench_reports_percentiles_and_profile_as_text_and_json() {
+    let dir = scratch("cli_bench");
+    let json = dir.join("bench.json");
+    let out = run_cli(&[
+        "bench",
+        "examples/small_cnn.onnx",
+        "--iterations",
+        "20",
+        "--warmup",
+        "2",
+        "--threads",
+        "1",
+        "--profile",
+        "--json",
+        json.to_str().expect("utf-8"),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    for word in [
+        "latency ms:",
+        "p50",
+        "p99",
+        "throughput:",
+        "init:",
+        "peak RSS:",
+        "threads:     1",
+    ] {
+        assert!(stdout.contains(word), "{word}: {stdout}");
+    }
+    assert!(stdout.contains("FusedConv"), "{stdout}");
+    let checked = run_python(
+        "import sys, json\n\
+         r = json.load(open(sys.argv[1]))\n\
+         l = r['latency_ms']\n\
+         assert r['runs'] == 20 and r['warmup'] == 2 and r['threads'] == 1, r\n\
+         assert 0 < l['min'] <= l['p50'] <= l['p90'] <= l['p99'] <= l['max'], l\n\
+         assert l['min'] <= l['mean'] <= l['max'], l\n\
+         assert any(p['op'] == 'FusedConv' and p['calls'] == 2 * 22 for p in r['profile']), r['profile']\n\
+         print('ok')",
+        &[json.to_str().expect("utf-8")],
+    );
+    assert_eq!(checked.trim(), "ok");
+}
+
+#[test]
+fn info_prints_every_backend_value() {
+    let out = run_cli(&["info", "--operators"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    for item in [
+        "name                         onnxifi-rust",
+        "device type                  CPU",
+        "capabilities",
+        "peak fp32 MACs/s",
+        "SIMD kernels",
+        "ai.onnx:Conv ",
+        "ai.onnx:LayerNormalization ",
+    ] {
+        assert!(stdout.contains(item), "{item}:\n{stdout}");
+    }
+}

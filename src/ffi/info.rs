@@ -52,6 +52,10 @@ pub fn value(kind: onnxBackendInfo) -> Result<Vec<u8>> {
         ONNXIFI_BACKEND_MACS_FP32 => u64le(backend::peak_fp32_macs()),
         ONNXIFI_BACKEND_MACS_FP16 => u64le(0),
         ONNXIFI_BACKEND_MEMORY_BANDWIDTH => u64le(backend::memory_bandwidth()),
+        ONNXIFI_BACKEND_SIMD_RUST => string(crate::kernels::cpu::name(crate::kernels::cpu::isa())),
+        ONNXIFI_BACKEND_OPERATORS_RUST => string(&operator_table()),
+        ONNXIFI_BACKEND_PROFILE_RUST => string(&profile_table()),
+        ONNXIFI_BACKEND_NUM_THREADS_RUST => u64le(backend::thread_count() as u64),
         other => {
             return Err(Error::new(
                 Status::UnsupportedAttribute,
@@ -59,4 +63,38 @@ pub fn value(kind: onnxBackendInfo) -> Result<Vec<u8>> {
             ))
         }
     })
+}
+
+/// One line per registered operator: `domain:op_type oldest..newest types`.
+fn operator_table() -> String {
+    let mut lines: Vec<String> = crate::ops::REGISTRY
+        .iter()
+        .map(|d| {
+            let domain = if d.domain.is_empty() {
+                "ai.onnx"
+            } else {
+                d.domain
+            };
+            let types: Vec<String> = d.types.iter().map(|t| t.name()).collect();
+            format!(
+                "{domain}:{} {}..{} {}",
+                d.op_type,
+                d.min_opset,
+                d.newest,
+                types.join(",")
+            )
+        })
+        .collect();
+    lines.sort();
+    lines.join("\n")
+}
+
+/// One line per profiled operator, slowest first: `op_type<TAB>calls<TAB>total_ns` (with
+/// `ONNXIFI_RUST_PROFILE=shape` the first field also names the shapes).
+fn profile_table() -> String {
+    crate::exec::profile::report(false)
+        .iter()
+        .map(|r| format!("{}\t{}\t{}", r.op, r.calls, r.total.as_nanos()))
+        .collect::<Vec<_>>()
+        .join("\n")
 }

@@ -192,6 +192,19 @@ pub const ONNXIFI_BACKEND_CUDA_INDEX: onnxBackendInfo = 44;
 pub const ONNXIFI_BACKEND_OPENCL_PLATFORM_ID: onnxBackendInfo = 45;
 /// Info: OpenCL device id.
 pub const ONNXIFI_BACKEND_OPENCL_DEVICE_ID: onnxBackendInfo = 46;
+/// Backend info of this library: the SIMD kernels in use (`avx512`, `avx2+fma`, `portable`),
+/// a string.
+pub const ONNXIFI_BACKEND_SIMD_RUST: onnxBackendInfo = 0x5253_0001;
+/// Backend info of this library: the operator table, a string of one line per operator:
+/// `domain:op_type oldest..newest since-version types,...` (`ai.onnx` for the default domain).
+pub const ONNXIFI_BACKEND_OPERATORS_RUST: onnxBackendInfo = 0x5253_0002;
+/// Backend info of this library: the process-wide operator profile collected when
+/// `ONNXIFI_RUST_PROFILE` is set, a string of one line per operator, slowest first:
+/// `op_type<TAB>calls<TAB>total_ns` (empty when profiling is off).
+pub const ONNXIFI_BACKEND_PROFILE_RUST: onnxBackendInfo = 0x5253_0003;
+/// Backend info of this library: the default number of compute threads of a new backend
+/// (`ONNXIFI_RUST_NUM_THREADS`, else every core), a uint64_t.
+pub const ONNXIFI_BACKEND_NUM_THREADS_RUST: onnxBackendInfo = 0x5253_0004;
 
 /// Data type: undefined.
 pub const ONNXIFI_DATATYPE_UNDEFINED: onnxEnum = 0;

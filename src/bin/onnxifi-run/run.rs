@@ -1,0 +1,264 @@
+//! `onnxifi-run run`: one model through the backend's C ABI, its outputs summarised, saved as
+//! `.npy` or compared with ONNX test data.
+
+use crate::capi::Onnxifi;
+use crate::io_plan::{self, InputSources};
+use crate::model::{display_name, load_model, Format};
+use crate::tensor::{self, HostTensor};
+use crate::{CliError, Flags};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// The text of `onnxifi-run run --help`.
+pub const USAGE: &str = "\
+usage: onnxifi-run run MODEL [options]
+
+Runs MODEL (binary .onnx or ONNX text) on the backend through its ONNXIFI C API and prints
+each output's shape, type, first values, min, max and mean, then the latency.
+
+options:
+  --input NAME=FILE   values of input NAME: .npy, .pb (ONNX TensorProto) or raw little-endian
+                      bytes; --input FILE.npz gives every array of the archive by name
+  --seed N            random inputs from seed N (floats in [-1, 1), integers that index
+                      their Gather tables, small counts); without it, a fixed sequence
+  --dim SYMBOL=N      the value of a symbolic input dimension (default 1)
+  --expect DIR        ONNX test data (DIR/input_N.pb feed the inputs not given otherwise,
+                      DIR/output_N.pb are compared with the outputs; exit 1 on a mismatch)
+  --rtol R, --atol A  tolerances of --expect (default 1e-3 and 1e-7, as ONNX's tests)
+  --save DIR          write every output to DIR/NAME.npy
+  --threads N         compute threads of the backend (default: $ONNXIFI_RUST_NUM_THREADS, or
+                      every core)
+  --repeat N          runs to time (default 10)
+  --from text|onnx    the model's format when its extension does not say
+Integer inputs that a node reads as a shape, axes or bounds are not generated: give them with
+--input. Output shapes come from the library's shape inference.";
+
+/// Arguments of `run`.
+struct RunArgs {
+    model: String,
+    from: Option<Format>,
+    sources: InputSources,
+    repeat: usize,
+    threads: Option<usize>,
+    save: Option<PathBuf>,
+    rtol: f64,
+    atol: f64,
+}
+
+fn parse(args: Vec<String>) -> Result<Option<RunArgs>, CliError> {
+    let mut f = Flags::new("run", args);
+    let mut a = RunArgs {
+        model: String::new(),
+        from: None,
+        sources: InputSources {
+            files: Vec::new(),
+            dims: Vec::new(),
+            seed: None,
+            expect: None,
+        },
+        repeat: 10,
+        threads: None,
+        save: None,
+        rtol: 1e-3,
+        atol: 1e-7,
+    };
+    let mut model = None;
+    while let Some(arg) = f.next_arg() {
+        match arg.as_str() {
+            "--help" | "-h" => return Ok(None),
+            "--input" => {
+                let v = f.value(&arg)?;
+                a.sources.files.push(match v.split_once('=') {
+                    Some((n, p)) => (Some(n.to_string()), PathBuf::from(p)),
+                    None => (None, PathBuf::from(v)),
+                });
+            }
+            "--dim" => {
+                let v = f.value(&arg)?;
+                let (n, d) = v
+                    .split_once('=')
+                    .ok_or_else(|| CliError::usage(format!("--dim {v:?}: expected SYMBOL=N")))?;
+                let d = d
+                    .parse::<u64>()
+                    .ok()
+                    .filter(|&d| d > 0)
+                    .ok_or_else(|| CliError::usage(format!("--dim {v:?}: expected N ≥ 1")))?;
+                a.sources.dims.push((n.to_string(), d));
+            }
+            "--seed" => a.sources.seed = Some(f.number(&arg)?),
+            "--expect" => a.sources.expect = Some(PathBuf::from(f.value(&arg)?)),
+            "--save" => a.save = Some(PathBuf::from(f.value(&arg)?)),
+            "--threads" => a.threads = Some(f.positive(&arg)?),
+            "--repeat" => a.repeat = f.positive(&arg)?,
+            "--rtol" => a.rtol = f.real(&arg)?,
+            "--atol" => a.atol = f.real(&arg)?,
+            "--from" => a.from = Some(Format::from_flag(&arg, &f.value(&arg)?)?),
+            s if s.starts_with('-') && s != "-" => {
+                return Err(CliError::usage(format!(
+                    "run: unknown option {s:?}\n{USAGE}"
+                )))
+            }
+            _ if model.is_none() => model = Some(arg),
+            _ => return Err(CliError::usage(format!("run: unexpected argument {arg:?}"))),
+        }
+    }
+    a.model = model.ok_or_else(|| CliError::usage(format!("run: no MODEL given\n{USAGE}")))?;
+    Ok(Some(a))
+}
+
+/// `onnxifi-run run`.
+pub fn cmd_run(lib: Option<PathBuf>, args: Vec<String>) -> Result<(), CliError> {
+    let Some(args) = parse(args)? else {
+        out!("{USAGE}");
+        return Ok(());
+    };
+    crate::check_thread_env()?;
+    let loaded = load_model(&args.model, args.from)?;
+    let graph = loaded
+        .model
+        .graph
+        .as_ref()
+        .ok_or_else(|| CliError::failed("the model has no graph"))?;
+    let (declared_in, declared_out) = io_plan::declared_io(graph).map_err(CliError::failed)?;
+    let mut inputs =
+        io_plan::make_inputs(graph, &declared_in, &args.sources).map_err(CliError::usage)?;
+
+    let api = Onnxifi::load(&crate::capi::library_path(lib)).map_err(CliError::failed)?;
+    let ids = api.backend_ids().map_err(CliError::failed)?;
+    let result = run_with(
+        &api,
+        ids[0],
+        &args,
+        &loaded.bytes,
+        &declared_in,
+        &declared_out,
+        &mut inputs,
+    );
+    api.release_ids(ids);
+    let (outputs, times) = result.map_err(CliError::failed)?;
+
+    for t in &inputs {
+        out!(
+            "input  {} {:?} {}",
+            t.name_str(),
+            t.shape,
+            tensor::elem_name(t.elem)
+        );
+    }
+    for t in &outputs {
+        out!("output {} {}", t.name_str(), t.summary(10));
+    }
+    let mut sorted = times;
+    sorted.sort();
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    out!(
+        "latency over {} run(s): min {:.3} ms, median {:.3} ms",
+        sorted.len(),
+        ms(sorted[0]),
+        ms(sorted[sorted.len() / 2])
+    );
+    if let Some(dir) = &args.save {
+        save(dir, &outputs)?;
+    }
+    if let Some(dir) = &args.sources.expect {
+        expect(dir, &outputs, args.rtol, args.atol)?;
+    }
+    Ok(())
+}
+
+/// Backend → graph → outputs sized → bound → `repeat` runs → released.
+#[allow(clippy::too_many_arguments)]
+fn run_with(
+    api: &Onnxifi,
+    id: crate::capi::Handle,
+    args: &RunArgs,
+    model: &[u8],
+    declared_in: &[io_plan::Declared],
+    declared_out: &[io_plan::Declared],
+    inputs: &mut [HostTensor],
+) -> Result<(Vec<HostTensor>, Vec<Duration>), String> {
+    out!("library: {}", api.path.display());
+    out!(
+        "backend: {} on {}",
+        api.info_string(id, 1)?,
+        api.info_string(id, 5)?
+    );
+    out!("model:   {}", display_name(&args.model));
+    let backend = api.init_backend(id, args.threads)?;
+    let result = (|| {
+        let graph = api.init_graph(backend, model)?;
+        let r = (|| {
+            let mut outputs = io_plan::make_outputs(api, graph, inputs, declared_in, declared_out)?;
+            api.bind(graph, inputs, &mut outputs)?;
+            let times = (0..args.repeat)
+                .map(|_| api.run_once(backend, graph))
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok((outputs, times))
+        })();
+        api.release_graph(graph);
+        r
+    })();
+    api.release_backend(backend);
+    result
+}
+
+/// Writes every output to `dir/NAME.npy` (characters other than letters, digits, `-`, `_`
+/// and `.` in names become `_`).
+fn save(dir: &PathBuf, outputs: &[HostTensor]) -> Result<(), CliError> {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| CliError::failed(format!("cannot create {}: {e}", dir.display())))?;
+    for t in outputs {
+        let file: String = t
+            .name_str()
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || "-_.".contains(c) {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        let path = dir.join(format!("{file}.npy"));
+        let bytes = tensor::npy_write(t).map_err(CliError::failed)?;
+        std::fs::write(&path, bytes)
+            .map_err(|e| CliError::failed(format!("cannot write {}: {e}", path.display())))?;
+        out!("saved  {} -> {}", t.name_str(), path.display());
+    }
+    Ok(())
+}
+
+/// Compares the outputs with `dir/output_N.pb`; a mismatch or a missing file fails.
+fn expect(
+    dir: &std::path::Path,
+    outputs: &[HostTensor],
+    rtol: f64,
+    atol: f64,
+) -> Result<(), CliError> {
+    let mut failed = 0;
+    for (i, t) in outputs.iter().enumerate() {
+        let path = dir.join(format!("output_{i}.pb"));
+        let bytes = std::fs::read(&path)
+            .map_err(|e| CliError::usage(format!("cannot read {}: {e}", path.display())))?;
+        let (_, want) = tensor::pb_read(&bytes)
+            .map_err(|e| CliError::usage(format!("{}: {e}", path.display())))?;
+        match tensor::compare(t, &want, rtol, atol) {
+            Ok(diff) => out!(
+                "expect {}: ok (max abs difference {diff:.3e})",
+                t.name_str()
+            ),
+            Err(e) => {
+                failed += 1;
+                out!("expect {}: MISMATCH: {e}", t.name_str());
+            }
+        }
+    }
+    if failed > 0 {
+        return Err(CliError::failed(format!(
+            "{failed} of {} output(s) differ from {}",
+            outputs.len(),
+            dir.display()
+        )));
+    }
+    Ok(())
+}
