@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Prepares everything the tests outside the library need, idempotently:
-#   * system tools (gcc, g++, valgrind, unzip, python3-venv) through apt-get when missing,
+#   * system tools (gcc, g++, valgrind, unzip, binutils, pkg-config, dpkg, python3-venv) through
+#     apt-get when missing,
 #   * a Python virtual environment `.venv/` at the repository root with onnx, onnxruntime, numpy,
 #   * the official ONNXIFI 1.12.0 headers and loader, taken from the onnx 1.12.0 wheel at test
 #     time (never committed) and unpacked into `.testdata/onnx-1.12.0/onnx/`.
@@ -23,6 +24,8 @@ command -v g++ >/dev/null 2>&1 || missing+=(g++)
 command -v valgrind >/dev/null 2>&1 || missing+=(valgrind)
 command -v unzip >/dev/null 2>&1 || missing+=(unzip)
 command -v readelf >/dev/null 2>&1 || missing+=(binutils)
+command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
+command -v dpkg-deb >/dev/null 2>&1 || missing+=(dpkg)
 command -v python3 >/dev/null 2>&1 || missing+=(python3)
 if [ ! -x "$VENV/bin/python" ] && ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then
     missing+=(python3-venv)
@@ -63,7 +66,8 @@ else
 fi
 
 # --- 3. official ONNXIFI 1.12.0 headers and loader ----------------------------------------
-wanted=(onnx/onnxifi.h onnx/onnxifi_ext.h onnx/onnxifi_loader.c onnx/onnxifi_loader.h)
+wanted=(onnx/onnxifi.h onnx/onnxifi_ext.h onnx/onnxifi_loader.c onnx/onnxifi_loader.h
+        onnx/onnxifi_wrapper.c)
 have_all=1
 for f in "${wanted[@]}"; do
     [ -s "$ONNX112/$f" ] || have_all=0
