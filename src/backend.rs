@@ -102,8 +102,8 @@ pub enum Optimization {
 pub struct Settings {
     /// Optimization goal.
     pub optimization: Optimization,
-    /// Log level (1 debug … 4 error).
-    pub log_level: u64,
+    /// Log level asked for by property (1 debug … 4 error), see [`crate::log`].
+    pub log_level: Option<u64>,
     /// Compute threads asked for by property (`None`: [`thread_count`]).
     pub threads: Option<usize>,
 }
@@ -112,7 +112,7 @@ impl Default for Settings {
     fn default() -> Self {
         Settings {
             optimization: Optimization::HighThroughput,
-            log_level: 3,
+            log_level: None,
             threads: None,
         }
     }
@@ -145,7 +145,7 @@ impl Settings {
                             format!("log level {value} is not defined"),
                         ));
                     }
-                    s.log_level = value;
+                    s.log_level = Some(value);
                 }
                 NUM_THREADS_PROPERTY => {
                     if !(1..=MAX_THREADS as u64).contains(&value) {
@@ -217,6 +217,16 @@ impl Backend {
                     format!("cannot start compute threads: {e}"),
                 )
             })?;
+        if let Some(level) = settings.log_level {
+            crate::log::note_backend_level(level);
+        }
+        crate::log::log(crate::log::Level::Info, || {
+            format!(
+                "backend made: {} compute threads, {} kernels",
+                pool.current_num_threads(),
+                crate::kernels::cpu::name(crate::kernels::cpu::isa())
+            )
+        });
         Ok(Backend {
             settings,
             pool: Arc::new(pool),

@@ -55,10 +55,21 @@ pub struct Graph {
 impl Graph {
     /// Compiles a serialized model with optional weights.
     pub fn compile(backend: Arc<Backend>, bytes: &[u8], weights: Vec<ir::Weight>) -> Result<Graph> {
+        let span = crate::trace::span("init", "onnxInitGraph")
+            .map(|sp| sp.arg("model bytes", bytes.len().to_string()));
         // Init-time folding and weight packing run on the backend's own pool.
         let exe = backend
             .pool
             .install(|| compile_executable(bytes, weights))?;
+        drop(span);
+        crate::log::log(crate::log::Level::Info, || {
+            format!(
+                "graph compiled: {} nodes after fusion, {} inputs, {} outputs",
+                exe.graph().nodes.len(),
+                exe.inputs().len(),
+                exe.outputs().len()
+            )
+        });
         let queue = RunQueue::new(backend.pool.clone());
         Ok(Graph {
             backend,

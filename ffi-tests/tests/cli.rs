@@ -510,3 +510,94 @@ fn info_prints_every_backend_value() {
         assert!(stdout.contains(item), "{item}:\n{stdout}");
     }
 }
+
+#[test]
+fn a_chrome_trace_names_every_operator_and_the_spans() {
+    let dir = scratch("cli_trace");
+    let trace = dir.join("trace.json");
+    let out = Command::new(cli())
+        .args(["--lib", library_path().to_str().expect("utf-8")])
+        .args(["run", "examples/small_cnn.onnx", "--repeat", "3"])
+        .env("ONNXIFI_RUST_TRACE", &trace)
+        .current_dir(repo_root())
+        .output()
+        .expect("runs");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let checked = run_python(
+        "import sys, json, onnx\n\
+         events = json.load(open(sys.argv[1]))['traceEvents']\n\
+         assert all(e['ph'] == 'X' and e['dur'] >= 0 and e['ts'] >= 0 for e in events)\n\
+         cats = {e['cat'] for e in events}\n\
+         assert {'init', 'plan', 'run', 'io', 'op'} <= cats, cats\n\
+         runs = [e for e in events if e['cat'] == 'run']\n\
+         assert len(runs) == 3, len(runs)\n\
+         ops = [e for e in events if e['cat'] == 'op']\n\
+         fused = {'Conv', 'Relu', 'Clip', 'BatchNormalization'}  # folded into FusedConv\n\
+         model = {n.op_type for n in onnx.load(sys.argv[2]).graph.node} - fused\n\
+         names = {e['name'] for e in ops}\n\
+         assert model <= names | {'Constant'}, (model, names)\n\
+         assert 'FusedConv' in names and all('inputs' in e['args'] and 'outputs' in e['args'] for e in ops)\n\
+         assert len(ops) == 3 * len([e for e in ops if e['ts'] < runs[0]['ts'] + runs[0]['dur']])\n\
+         print('ok')",
+        &[
+            trace.to_str().expect("utf-8"),
+            repo_root().join("examples/small_cnn.onnx").to_str().expect("utf-8"),
+        ],
+    );
+    assert_eq!(checked.trim(), "ok");
+}
+
+#[test]
+fn log_levels_from_the_environment_and_the_backend_property() {
+    let run = |level: Option<&str>, model: &str| {
+        let mut c = Command::new(cli());
+        c.args(["--lib", library_path().to_str().expect("utf-8")])
+            .args(["run", model, "--repeat", "2"])
+            .env_remove("ONNXIFI_RUST_LOG")
+            .current_dir(repo_root());
+        if let Some(l) = level {
+            c.env("ONNXIFI_RUST_LOG", l);
+        }
+        text(&c.output().expect("runs").stderr)
+    };
+    let quiet = run(None, "examples/small_cnn.onnx");
+    assert!(!quiet.contains("onnxifi-rust ["), "{quiet}");
+    let info = run(Some("info"), "examples/small_cnn.onnx");
+    assert!(info.contains("onnxifi-rust [info]: backend made"), "{info}");
+    assert!(info.contains("[info]: plan built"), "{info}");
+    assert!(!info.contains("[debug]"), "{info}");
+    let debug = run(Some("debug"), "examples/small_cnn.onnx");
+    assert_eq!(debug.matches("[debug]: run finished").count(), 2, "{debug}");
+    let dir = scratch("cli_log");
+    run_python(
+        "import sys, onnx\n\
+         from onnx import helper\n\
+         g = helper.make_graph([helper.make_node('Foo', ['x'], ['y'], domain='com.acme')], 'g',\n\
+             [helper.make_tensor_value_info('x', 1, [2])], [helper.make_tensor_value_info('y', 1, [2])])\n\
+         onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid('', 17), helper.make_opsetid('com.acme', 1)]), sys.argv[1])",
+        &[dir.join("foo.onnx").to_str().expect("utf-8")],
+    );
+    let error = run(Some("error"), dir.join("foo.onnx").to_str().expect("utf-8"));
+    assert!(
+        error.contains("onnxifi-rust [error]: UNSUPPORTED_OPERATOR"),
+        "{error}"
+    );
+    // ONNXIFI_BACKEND_PROPERTY_LOG_LEVEL = 2 (info), given by a ctypes caller: the library's
+    // stderr (fd 2, redirected to a file) then has the info lines.
+    let captured = dir.join("stderr.txt");
+    let out = run_python(
+        "import sys, os, ctypes as C\n\
+         fd = os.open(sys.argv[2], os.O_WRONLY | os.O_CREAT | os.O_TRUNC); os.dup2(fd, 2)\n\
+         lib = C.CDLL(sys.argv[1]); n = C.c_size_t(1); ids = (C.c_void_p * 1)()\n\
+         assert lib.onnxGetBackendIDs(ids, C.byref(n)) == 0\n\
+         props = (C.c_uint64 * 3)(2, 2, 0); b = C.c_void_p()\n\
+         assert lib.onnxInitBackend(C.c_void_p(ids[0]), props, C.byref(b)) == 0\n\
+         assert lib.onnxReleaseBackend(b) == 0\n\
+         print(open(sys.argv[2]).read())",
+        &[
+            library_path().to_str().expect("utf-8"),
+            captured.to_str().expect("utf-8"),
+        ],
+    );
+    assert!(out.contains("onnxifi-rust [info]: backend made"), "{out}");
+}

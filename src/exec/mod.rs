@@ -274,7 +274,23 @@ impl Executable {
                 return Ok(plan);
             }
         }
+        let span = crate::trace::span("plan", "plan").map(|sp| {
+            let text: Vec<String> = shapes.iter().map(|(_, s)| format!("{s:?}")).collect();
+            sp.arg("input shapes", text.join(" "))
+        });
+        let started = std::time::Instant::now();
         let plan = Arc::new(Plan::build(&self.env(), shapes)?);
+        drop(span);
+        crate::log::log(crate::log::Level::Info, || {
+            let text: Vec<String> = shapes.iter().map(|(_, s)| format!("{s:?}")).collect();
+            format!(
+                "plan built for input shapes {} in {:.1} ms: {} steps ({} built at run time)",
+                text.join(" "),
+                started.elapsed().as_secs_f64() * 1e3,
+                plan.steps.len(),
+                plan.deferred_steps()
+            )
+        });
         self.plans_built.fetch_add(1, Ordering::Relaxed);
         let mut plans = self.plans.lock().unwrap_or_else(|p| p.into_inner());
         if plans.len() >= PLAN_CACHE {

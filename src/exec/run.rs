@@ -124,6 +124,14 @@ pub fn run(
                     data: pool.take(dtype, len, zeroed)?,
                 });
             }
+            let traced = crate::trace::span("op", &env.graph.nodes[step.node].op_type).map(|sp| {
+                let shapes: Vec<String> = ins
+                    .iter()
+                    .map(|t| t.map_or("-".to_string(), |t| format!("{:?}", t.shape)))
+                    .collect();
+                sp.arg("node", env.graph.nodes[step.node].name.clone())
+                    .arg("inputs", shapes.join(" "))
+            });
             if super::profile::enabled() {
                 let start = std::time::Instant::now();
                 kernel.run(&ins, &mut outs)?;
@@ -143,6 +151,10 @@ pub fn run(
                 }
             } else {
                 kernel.run(&ins, &mut outs)?;
+            }
+            if let Some(sp) = traced {
+                let shapes: Vec<String> = outs.iter().map(|t| format!("{:?}", t.shape)).collect();
+                sp.arg("outputs", shapes.join(" ")).end();
             }
         }
         for (id, t) in step.outputs.iter().flatten().zip(outs) {

@@ -217,6 +217,7 @@ pub unsafe extern "C" fn onnxReleaseBackend(backend: onnxBackend) -> onnxStatus 
         BACKENDS
             .remove(backend)
             .ok_or_else(|| err(Status::InvalidBackend, "not a live backend"))?;
+        crate::trace::flush();
         Ok(Status::Success)
     })
 }
@@ -610,16 +611,28 @@ fn execute(g: &Graph, binding: &Binding, fence: Option<Outcome>) -> Result<()> {
             format!("the input fence carries a failure: {}", fence.message),
         ));
     }
+    let started = std::time::Instant::now();
+    let run_span = crate::trace::span("run", "run");
+    let copy_in = crate::trace::span("io", "copy inputs");
     let mut inputs: Vec<Tensor> = Vec::with_capacity(binding.inputs.len());
     for b in &binding.inputs {
         // SAFETY: the caller keeps bound buffers alive and ready once the input fence fires.
         inputs.push(unsafe { read_tensor(b) }?);
     }
+    drop(copy_in);
     let outputs = g.backend.pool.install(|| g.exe.run(inputs))?;
+    let copy_out = crate::trace::span("io", "copy outputs");
     for ((t, b), spec) in outputs.iter().zip(&binding.outputs).zip(g.exe.outputs()) {
         // SAFETY: bound output buffers are the caller's, reserved for this run.
         unsafe { write_tensor(&spec.name, t, b) }?;
     }
+    drop((copy_out, run_span));
+    crate::log::log(crate::log::Level::Debug, || {
+        format!(
+            "run finished in {:.3} ms",
+            started.elapsed().as_secs_f64() * 1e3
+        )
+    });
     Ok(())
 }
 
@@ -679,6 +692,7 @@ pub unsafe extern "C" fn onnxReleaseGraph(graph: onnxGraph) -> onnxStatus {
             .remove(graph)
             .ok_or_else(|| err(Status::InvalidGraph, "not a live graph"))?;
         g.queue.close_and_drain();
+        crate::trace::flush();
         Ok(Status::Success)
     })
 }

@@ -33,13 +33,6 @@ fn set_last_error(msg: &str) {
     });
 }
 
-/// Whether `ONNXIFI_RUST_LOG` is set, read once per process (a host thread may call `setenv`
-/// at any time; reading the environment on every failing call would race with it).
-fn log_errors() -> bool {
-    static LOG: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *LOG.get_or_init(|| std::env::var_os("ONNXIFI_RUST_LOG").is_some())
-}
-
 /// Runs a body that reports its own status (one that must not touch the last error, like
 /// `onnxGetLastErrorMessage`): a panic becomes INTERNAL_ERROR.
 pub(crate) fn guard_plain(body: impl FnOnce() -> types::onnxStatus) -> types::onnxStatus {
@@ -53,9 +46,7 @@ pub(crate) fn guard(body: impl FnOnce() -> Result<Status, Error>) -> types::onnx
         Ok(Ok(status)) => status.code(),
         Ok(Err(err)) => {
             set_last_error(&err.to_string());
-            if log_errors() {
-                eprintln!("onnxifi-rust: {err}");
-            }
+            crate::log::log(crate::log::Level::Error, || err.to_string());
             err.status.code()
         }
         Err(_) => {
