@@ -10,6 +10,8 @@
 #   cli        the installed onnxifi-run finds ../lib/libonnxifi-rust.so by itself and runs a model
 #   deb        packaging/build-deb.sh: Depends names libc6 and libgcc-s1, the packaged library
 #              is stripped with a debug link, and the -dbg package holds its symbols by build ID
+#   dpkg_install  (with ONNXIFI_RUST_TEST_DPKG_INSTALL=1, as root) the .deb installed with dpkg:
+#              the official wrapper scanning /usr/lib/, the CLI, the Python package, then removed
 # Needs scripts/setup-test-env.sh and `cargo build --release`. Prints "packaging: N passed,
 # M failed"; exits 1 when any check fails.
 set -uo pipefail
@@ -107,10 +109,55 @@ deb() {
   "$work/deb/usr/bin/onnxifi-run" run examples/small_cnn.onnx --repeat 1 | grep -q '^output probs'
 }
 
+# The .deb installed for real with dpkg, then used as a user would: the official wrapper built
+# with its default search directory (/usr/lib/), the CLI on PATH, the Python package without a
+# bundled library. It changes the machine, so it runs only when asked
+# (ONNXIFI_RUST_TEST_DPKG_INSTALL=1, which .ci/run sets on its throwaway machine), as root;
+# the package is removed afterwards.
+dpkg_install() {
+  local version arch pkg
+  version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
+  arch=$(dpkg --print-architecture)
+  pkg="target/onnxifi-rust_${version}_${arch}.deb"
+  [ -f "$pkg" ] || bash packaging/build-deb.sh >/dev/null || return 1
+  dpkg -i "$pkg" >/dev/null || return 1
+  local ok=0
+  (
+    set -e
+    cc -std=c11 -O1 -fPIC -shared -I"$OFFICIAL" "$OFFICIAL/onnx/onnxifi_wrapper.c" \
+      "$OFFICIAL/onnx/onnxifi_loader.c" -ldl -lpthread -o "$work/default-wrapper.so"
+    mkdir -p "$work/default-wrapper"
+    cp "$work/default-wrapper.so" "$work/default-wrapper/libonnxifi.so"
+    cc -std=c11 -Wall -Werror -O1 -I"$OFFICIAL" -I ffi-tests/c ffi-tests/c/loader_test.c \
+      "$OFFICIAL/onnx/onnxifi_loader.c" -ldl -lm -o "$work/loader_default"
+    LD_LIBRARY_PATH="$work/default-wrapper" "$work/loader_default" examples/small_cnn.onnx \
+      "$work/out.bin"
+    env -u ONNXIFI_RUST_LIB onnxifi-run run examples/small_cnn.onnx --repeat 1 |
+      grep -q '^library: /usr/bin/../lib/libonnxifi-rust.so'
+    # The package built without a library inside it finds the installed one.
+    rm -rf "$work/py"
+    cp -r python "$work/py"
+    rm -f "$work/py/onnxifi_rust/"*.so
+    (cd "$work" && env -u ONNXIFI_RUST_LIB PYTHONPATH="$work/py" "$PY" -c "
+import numpy as np, onnxifi_rust
+assert onnxifi_rust.library_path() == 'libonnxifi-rust.so', onnxifi_rust.library_path()
+with onnxifi_rust.Session('$ROOT/examples/small_cnn.onnx') as s:
+    want = np.fromfile('$work/out.bin', np.float32)
+    got = s.run({'input': np.fromfile('$work/in.bin', np.float32).reshape(1, 3, 16, 16)})['probs']
+    assert np.abs(got.ravel() - want).max() < 1e-5
+print('python: the installed library ran the model')")
+  ) || ok=1
+  dpkg -r onnxifi-rust >/dev/null || ok=1
+  return $ok
+}
+
 check files files
 check pkgconfig pkgconfig
 check wrapper wrapper
 check cli cli
 check deb deb
+if [ "${ONNXIFI_RUST_TEST_DPKG_INSTALL:-0}" = 1 ] && [ "$(id -u)" = 0 ]; then
+  check dpkg_install dpkg_install
+fi
 echo "packaging: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
