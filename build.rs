@@ -28,7 +28,13 @@ fn main() {
     let manifest = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets this"));
     let map = manifest.join("packaging").join("onnxifi-rust.map");
     if std::env::var("CARGO_CFG_TARGET_OS").as_deref() == Ok("linux") {
-        println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libonnxifi-rust.so");
+        // The foxi dialect is another ABI: another library name.
+        let soname = if std::env::var_os("CARGO_FEATURE_FOXI").is_some() {
+            "libonnxifi-rust-foxi.so"
+        } else {
+            "libonnxifi-rust.so"
+        };
+        println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,{soname}");
         println!(
             "cargo:rustc-cdylib-link-arg=-Wl,--version-script={}",
             map.display()

@@ -6,6 +6,10 @@
 #   lifecycle    the documented sequence linked with -lonnxifi_rust, plain and under valgrind
 #   loader       the official onnxifi_loader.c loading "libonnxifi.so", with and without
 #                ONNXIFI_ENABLE_EXT
+#   foxi         the foxi-dialect library (scripts/build-foxi.sh, cargo feature `foxi`) through
+#                include/onnxifi-foxi.h: foxi's layouts and prototypes, the 9-argument
+#                onnxInitGraph, onnxSetIOAndRunGraph with trace events; plain and under valgrind
+#                (SKIP_FOXI=1 skips it)
 # Needs: cargo build --release (or ONNXIFI_RUST_LIB=/path/to/lib.so), scripts/setup-test-env.sh.
 # ONNXIFI_RUST_INCLUDE overrides the directory of our onnxifi.h. Set SKIP_VALGRIND=1 to skip the valgrind run. Exits 1 when any test fails.
 set -uo pipefail
@@ -143,6 +147,27 @@ if [ "${SKIP_VALGRIND:-0}" != 1 ]; then
 fi
 check loader loader
 check loader_ext loader ext
+
+foxi() {
+    local lib
+    lib="$(bash "$ROOT/scripts/build-foxi.sh" | tail -1)" || return 1
+    mkdir -p "$BUILD/foxi"
+    ln -sf "$ROOT/$lib" "$BUILD/foxi/libonnxifi-rust-foxi.so"
+    readelf -d "$BUILD/foxi/libonnxifi-rust-foxi.so" | grep -q 'SONAME.*\[libonnxifi-rust-foxi.so\]' ||
+        { echo "foxi SONAME"; return 1; }
+    "$CC" -std=c11 -Wall -Wextra -Werror -O1 -g -I"$ROOT/include" "$HERE/foxi_test.c" \
+        -L"$BUILD/foxi" -l:libonnxifi-rust-foxi.so -Wl,-rpath,"$BUILD/foxi" -lm \
+        -o "$BUILD/foxi_test" || return 1
+    "$BUILD/foxi_test" "$MODEL" "$BUILD/small_cnn.in.bin" "$EXPECTED" || return 1
+    if [ "${SKIP_VALGRIND:-0}" != 1 ]; then
+        valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite \
+            --show-leak-kinds=definite "$BUILD/foxi_test" "$MODEL" "$BUILD/small_cnn.in.bin" \
+            "$EXPECTED"
+    fi
+}
+if [ "${SKIP_FOXI:-0}" != 1 ]; then
+    check foxi foxi
+fi
 
 echo
 echo "passed: ${passed[*]:-none}"

@@ -65,6 +65,58 @@ fn thread_number() -> u64 {
     ID.with(|id| *id)
 }
 
+/// One event recorded for a caller that asked for a run's timeline (foxi's trace-event list).
+#[derive(Clone, Debug)]
+pub struct RunEvent {
+    /// Operator type or span name.
+    pub name: String,
+    /// Start, in microseconds since the Unix epoch.
+    pub start_us: u64,
+    /// Duration in microseconds.
+    pub duration_us: u64,
+    /// The trace's thread number.
+    pub thread: u32,
+}
+
+thread_local! {
+    /// The events of the run being recorded on this thread, when one is.
+    static RECORDER: std::cell::RefCell<Option<Vec<RunEvent>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Runs `f` recording every span that ends on this thread meanwhile (whether or not a trace
+/// file is written), and returns them with its result. A recording already under way on this
+/// thread is suspended meanwhile; give it the events with [`adopt`] if they belong to it.
+pub fn record_run<R>(f: impl FnOnce() -> R) -> (R, Vec<RunEvent>) {
+    let outer = RECORDER.with(|r| r.borrow_mut().replace(Vec::new()));
+    let result = f();
+    let events = RECORDER.with(|r| std::mem::replace(&mut *r.borrow_mut(), outer));
+    (result, events.unwrap_or_default())
+}
+
+/// Adds events recorded elsewhere (another thread's [`record_run`]) to this thread's recording,
+/// if one is under way.
+pub fn adopt(events: Vec<RunEvent>) {
+    RECORDER.with(|r| {
+        if let Some(v) = r.borrow_mut().as_mut() {
+            v.extend(events);
+        }
+    });
+}
+
+fn recording() -> bool {
+    RECORDER.with(|r| r.borrow().is_some())
+}
+
+/// Microseconds since the Unix epoch of an instant.
+fn epoch_us(at: Instant) -> u64 {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let ago = at.elapsed();
+    now.saturating_sub(ago).as_micros() as u64
+}
+
 /// An open span: recorded when [`Span::end`] is called (or when it is dropped).
 pub struct Span {
     name: String,
@@ -91,6 +143,19 @@ impl Span {
             return;
         }
         self.done = true;
+        if recording() {
+            let event = RunEvent {
+                name: self.name.clone(),
+                start_us: epoch_us(self.start),
+                duration_us: self.start.elapsed().as_micros() as u64,
+                thread: thread_number() as u32,
+            };
+            RECORDER.with(|r| {
+                if let Some(v) = r.borrow_mut().as_mut() {
+                    v.push(event);
+                }
+            });
+        }
         if let Some(t) = trace() {
             let start_us = self.start.duration_since(t.origin).as_secs_f64() * 1e6;
             let duration_us = self.start.elapsed().as_secs_f64() * 1e6;
@@ -119,9 +184,11 @@ impl Drop for Span {
 }
 
 /// Starts a span of category `category` (`init`, `plan`, `run`, `io`, `op`); `None` when no
-/// trace is collected, so callers pay nothing then.
+/// trace is collected and no run is recorded on this thread, so callers pay nothing then.
 pub fn span(category: &'static str, name: impl Into<String>) -> Option<Span> {
-    trace()?;
+    if trace().is_none() && !recording() {
+        return None;
+    }
     Some(Span {
         name: name.into(),
         category,

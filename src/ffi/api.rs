@@ -5,6 +5,7 @@
 use super::guard;
 use super::handles::Registry;
 use super::io::{read_descriptors, read_shape_descriptors, read_tensor, write_tensor, Described};
+use super::trace_list::TraceSink;
 use super::types::*;
 use crate::backend::{Backend, Settings};
 use crate::error::{Error, Result, Status};
@@ -337,6 +338,7 @@ unsafe fn read_weights(count: u32, weights: *const onnxTensorDescriptorV1) -> Re
 }
 
 /// Compiles a model into a graph.
+#[cfg(not(feature = "foxi"))]
 #[no_mangle]
 pub unsafe extern "C" fn onnxInitGraph(
     backend_: onnxBackend,
@@ -347,6 +349,62 @@ pub unsafe extern "C" fn onnxInitGraph(
     weightDescriptors: *const onnxTensorDescriptorV1,
     graph: *mut onnxGraph,
 ) -> onnxStatus {
+    // SAFETY: forwarded contract.
+    unsafe {
+        init_graph(
+            backend_,
+            auxPropertiesList,
+            (onnxModelSize, onnxModel),
+            (weightsCount, weightDescriptors),
+            graph,
+            false,
+        )
+    }
+}
+
+/// Compiles a model into a graph (foxi dialect). `maxSeqLength` is a hint this backend does
+/// not need (plans are made per input shape); a deferred weight reader is not supported
+/// (UNSUPPORTED_PROPERTY): weights come from the model or from weight descriptors.
+#[cfg(feature = "foxi")]
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn onnxInitGraph(
+    backend_: onnxBackend,
+    auxPropertiesList: *const u64,
+    onnxModelSize: usize,
+    onnxModel: *const c_void,
+    weightsCount: u32,
+    weightDescriptors: *const onnxTensorDescriptorV1,
+    graph: *mut onnxGraph,
+    maxSeqLength: u32,
+    deferredWeightReader: *mut c_void,
+) -> onnxStatus {
+    let _ = maxSeqLength;
+    // SAFETY: forwarded contract.
+    unsafe {
+        init_graph(
+            backend_,
+            auxPropertiesList,
+            (onnxModelSize, onnxModel),
+            (weightsCount, weightDescriptors),
+            graph,
+            !deferredWeightReader.is_null(),
+        )
+    }
+}
+
+/// The body of both `onnxInitGraph` forms.
+///
+/// # Safety
+/// As the ONNXIFI contract of `onnxInitGraph` states for each argument.
+unsafe fn init_graph(
+    backend_: onnxBackend,
+    auxPropertiesList: *const u64,
+    (onnxModelSize, onnxModel): (usize, *const c_void),
+    (weightsCount, weightDescriptors): (u32, *const onnxTensorDescriptorV1),
+    graph: *mut onnxGraph,
+    deferred_weights: bool,
+) -> onnxStatus {
     guard(|| {
         if graph.is_null() {
             return Err(err(Status::InvalidPointer, "graph is NULL"));
@@ -354,6 +412,13 @@ pub unsafe extern "C" fn onnxInitGraph(
         // SAFETY: checked non-NULL; cleared first so failure leaves NULL.
         unsafe { graph.write(std::ptr::null_mut()) };
         let b = backend(backend_)?;
+        if deferred_weights {
+            return Err(err(
+                Status::UnsupportedProperty,
+                "a deferred weight reader is not supported: give weights in the model or as \
+                 weight descriptors",
+            ));
+        }
         // SAFETY: the caller gives `onnxModelSize` readable bytes.
         let bytes = unsafe { model_bytes(onnxModelSize, onnxModel) }?;
         // SAFETY: NULL or a terminated property list.
@@ -565,13 +630,20 @@ fn queue_run(
     binding: Arc<Binding>,
     input: &Event,
     output: Arc<Event>,
+    sink: TraceSink,
 ) -> Result<()> {
     let graph = g.clone();
     g.queue.submit(
         input,
         Box::new(move |fence| {
             let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                execute(&graph, &binding, fence)
+                let (result, events) =
+                    crate::trace::record_run(|| execute(&graph, &binding, fence, sink.wanted()));
+                // SAFETY: the sink's list is the caller's, kept alive until the output fence
+                // is signalled (the contract of the foxi onnxSetIOAndRunGraph), which happens
+                // after this.
+                unsafe { sink.fill(events) };
+                result
             }))
             .unwrap_or_else(|_| {
                 Err(err(
@@ -598,7 +670,7 @@ fn queue_run(
 
 /// The body of a run, on a pool thread once its input fence fired: read the inputs, compute,
 /// write the outputs.
-fn execute(g: &Graph, binding: &Binding, fence: Option<Outcome>) -> Result<()> {
+fn execute(g: &Graph, binding: &Binding, fence: Option<Outcome>, record: bool) -> Result<()> {
     let fence = fence.ok_or_else(|| {
         err(
             Status::InvalidEvent,
@@ -620,7 +692,17 @@ fn execute(g: &Graph, binding: &Binding, fence: Option<Outcome>) -> Result<()> {
         inputs.push(unsafe { read_tensor(b) }?);
     }
     drop(copy_in);
-    let outputs = g.backend.pool.install(|| g.exe.run(inputs))?;
+    // The steps run on a thread of the backend's pool: record them there and keep them with
+    // this run's events.
+    let (outputs, steps) = g.backend.pool.install(|| {
+        if record {
+            crate::trace::record_run(|| g.exe.run(inputs))
+        } else {
+            (g.exe.run(inputs), Vec::new())
+        }
+    });
+    crate::trace::adopt(steps);
+    let outputs = outputs?;
     let copy_out = crate::trace::span("io", "copy outputs");
     for ((t, b), spec) in outputs.iter().zip(&binding.outputs).zip(g.exe.outputs()) {
         // SAFETY: bound output buffers are the caller's, reserved for this run.
@@ -647,9 +729,10 @@ unsafe fn start_run(
     binding: Arc<Binding>,
     input: &Event,
     output_fence: *mut onnxMemoryFenceV1,
+    sink: TraceSink,
 ) -> Result<()> {
     let output = Arc::new(Event::for_run());
-    queue_run(g, binding, input, output.clone())?;
+    queue_run(g, binding, input, output.clone(), sink)?;
     let handle = EVENTS.insert(output);
     // SAFETY: as stated for this function; only the event member is written.
     unsafe { std::ptr::addr_of_mut!((*output_fence).event).write_unaligned(handle) };
@@ -678,7 +761,7 @@ pub unsafe extern "C" fn onnxRunGraph(
             )
         })?;
         // SAFETY: `outputFence` was read (non-NULL, tagged) by `read_fence` above.
-        unsafe { start_run(&g, binding, &input, outputFence) }?;
+        unsafe { start_run(&g, binding, &input, outputFence, TraceSink::NONE) }?;
         Ok(Status::Success)
     })
 }
@@ -698,6 +781,7 @@ pub unsafe extern "C" fn onnxReleaseGraph(graph: onnxGraph) -> onnxStatus {
 }
 
 /// Extension: binds I/O and runs at once, with an input fence that is already signalled.
+#[cfg(not(feature = "foxi"))]
 #[no_mangle]
 pub unsafe extern "C" fn onnxSetIOAndRunGraph(
     graph_: onnxGraph,
@@ -706,6 +790,56 @@ pub unsafe extern "C" fn onnxSetIOAndRunGraph(
     outputsCount: u32,
     outputDescriptors: *const onnxTensorDescriptorV1,
     outputFence: *mut onnxMemoryFenceV1,
+) -> onnxStatus {
+    // SAFETY: forwarded contract.
+    unsafe {
+        set_io_and_run(
+            graph_,
+            (inputsCount, inputDescriptors),
+            (outputsCount, outputDescriptors),
+            outputFence,
+            TraceSink::NONE,
+        )
+    }
+}
+
+/// Extension (foxi dialect): binds I/O and runs at once; when `traceEvents` is not NULL, the
+/// run's timeline (its steps, the input and output copies) is written to it before the output
+/// fence is signalled, so the list must stay valid until then. Release the events with
+/// `onnxReleaseTraceEvents`.
+#[cfg(feature = "foxi")]
+#[no_mangle]
+pub unsafe extern "C" fn onnxSetIOAndRunGraph(
+    graph_: onnxGraph,
+    inputsCount: u32,
+    inputDescriptors: *const onnxTensorDescriptorV1,
+    outputsCount: u32,
+    outputDescriptors: *const onnxTensorDescriptorV1,
+    outputFence: *mut onnxMemoryFenceV1,
+    traceEvents: *mut onnxTraceEventList,
+) -> onnxStatus {
+    // SAFETY: forwarded contract.
+    unsafe {
+        set_io_and_run(
+            graph_,
+            (inputsCount, inputDescriptors),
+            (outputsCount, outputDescriptors),
+            outputFence,
+            TraceSink::of(traceEvents),
+        )
+    }
+}
+
+/// The body of both `onnxSetIOAndRunGraph` forms.
+///
+/// # Safety
+/// The descriptor arrays hold the stated counts; `outputFence` is NULL or a writable fence.
+unsafe fn set_io_and_run(
+    graph_: onnxGraph,
+    (inputsCount, inputDescriptors): (u32, *const onnxTensorDescriptorV1),
+    (outputsCount, outputDescriptors): (u32, *const onnxTensorDescriptorV1),
+    outputFence: *mut onnxMemoryFenceV1,
+    sink: TraceSink,
 ) -> onnxStatus {
     guard(|| {
         let g = graph(graph_)?;
@@ -726,7 +860,7 @@ pub unsafe extern "C" fn onnxSetIOAndRunGraph(
         let ready = Arc::new(Event::new());
         ready.signal_success()?;
         // SAFETY: `outputFence` was read (non-NULL, tagged) by `read_fence` above.
-        unsafe { start_run(&g, binding, &ready, outputFence) }?;
+        unsafe { start_run(&g, binding, &ready, outputFence, sink) }?;
         Ok(Status::Success)
     })
 }
@@ -969,6 +1103,20 @@ pub unsafe extern "C" fn onnxGetOutputShapesRUST(
     })
 }
 
+/// Extension (foxi dialect): frees the events a run wrote to `traceEvents` and empties the
+/// list.
+#[cfg(feature = "foxi")]
+#[no_mangle]
+pub unsafe extern "C" fn onnxReleaseTraceEvents(
+    traceEvents: *mut onnxTraceEventList,
+) -> onnxStatus {
+    guard(|| {
+        // SAFETY: NULL or the caller's list (contract).
+        unsafe { super::trace_list::release(traceEvents) }?;
+        Ok(Status::Success)
+    })
+}
+
 /// Looks up an extension function by name (with or without the `Function` suffix).
 #[no_mangle]
 pub unsafe extern "C" fn onnxGetExtensionFunctionAddress(
@@ -1007,6 +1155,12 @@ pub unsafe extern "C" fn onnxGetExtensionFunctionAddress(
             "onnxGetOutputShapesRUST" => Some(unsafe {
                 std::mem::transmute::<*const (), unsafe extern "C" fn() -> onnxStatus>(
                     onnxGetOutputShapesRUST as *const (),
+                )
+            }),
+            #[cfg(feature = "foxi")]
+            "onnxReleaseTraceEvents" => Some(unsafe {
+                std::mem::transmute::<*const (), unsafe extern "C" fn() -> onnxStatus>(
+                    onnxReleaseTraceEvents as *const (),
                 )
             }),
             "onnxGetLastErrorMessage" => Some(unsafe {

@@ -112,6 +112,16 @@ unsafe fn read_one(i: usize, d: &onnxTensorDescriptorV1, need_buffer: bool) -> R
             ))
         }
     }
+    #[cfg(feature = "foxi")]
+    if d.quantizationParams != 0 || d.isOffline != 0 {
+        return Err(Error::new(
+            Status::UnsupportedDatatype,
+            format!(
+                "'{name}': quantized ({} parameters) or offline tensors are not supported",
+                d.quantizationParams
+            ),
+        ));
+    }
     if dtype.bits().is_none() {
         return Err(Error::new(
             Status::UnsupportedDatatype,

@@ -10,6 +10,7 @@ pub mod api;
 pub mod handles;
 pub mod info;
 pub mod io;
+pub mod trace_list;
 pub mod types;
 
 use crate::error::{Error, Status};

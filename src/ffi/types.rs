@@ -100,6 +100,9 @@ pub const ONNXIFI_STATUS_NO_DEVICE_RESOURCES: onnxStatus = 0x0404;
 pub const ONNXIFI_STATUS_BACKEND_UNAVAILABLE: onnxStatus = 0x0405;
 /// Internal error.
 pub const ONNXIFI_STATUS_INTERNAL_ERROR: onnxStatus = 0x0406;
+/// The backend failed in a way that leaves it unusable (foxi dialect only).
+#[cfg(feature = "foxi")]
+pub const ONNXIFI_STATUS_FATAL_ERROR: onnxStatus = 0x0407;
 
 /// Event state reported on failure.
 pub const ONNXIFI_EVENT_STATE_INVALID: onnxEventState = 0;
@@ -293,6 +296,7 @@ pub const ONNXIFI_SYNCHRONIZATION_EVENT: onnxEnum = 0;
 pub const ONNXIFI_SYNCHRONIZATION_IMPLICIT: onnxEnum = 2;
 
 /// A tensor bound by name: weights at `onnxInitGraph`, inputs and outputs at `onnxSetGraphIO`.
+#[cfg(not(feature = "foxi"))]
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct onnxTensorDescriptorV1 {
@@ -308,6 +312,40 @@ pub struct onnxTensorDescriptorV1 {
     pub dimensions: u32,
     /// `dimensions` sizes, outermost first.
     pub shape: *const u64,
+    /// Address of the data.
+    pub buffer: onnxPointer,
+}
+
+/// A tensor bound by name, in the foxi dialect (Glow, PyTorch's Caffe2 integration): the
+/// descriptor of ONNXIFI 1.0 with quantization fields before `buffer` (96 bytes on 64-bit
+/// targets). This backend computes on plain tensors: a descriptor that asks for quantization
+/// (`quantizationParams` not 0) is refused with UNSUPPORTED_DATATYPE.
+#[cfg(feature = "foxi")]
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct onnxTensorDescriptorV1 {
+    /// Must be `ONNXIFI_TAG_TENSOR_DESCRIPTOR_V1`; checked before any other field is read.
+    pub tag: i32,
+    /// NUL-terminated name of the graph input, output or weight.
+    pub name: *const c_char,
+    /// Element type (`ONNXIFI_DATATYPE_*`).
+    pub dataType: onnxEnum,
+    /// Memory type (`ONNXIFI_MEMORY_TYPE_*`).
+    pub memoryType: onnxEnum,
+    /// Number of dimensions (0 for a scalar).
+    pub dimensions: u32,
+    /// `dimensions` sizes, outermost first.
+    pub shape: *const u64,
+    /// The axis of per-channel quantization.
+    pub quantizationAxis: u32,
+    /// How many scales and biases there are (0: the tensor is not quantized).
+    pub quantizationParams: u64,
+    /// `quantizationParams` scales.
+    pub scales: *const f32,
+    /// `quantizationParams` zero points.
+    pub biases: *const i32,
+    /// Whether a weight's data is offline (only its descriptor is given).
+    pub isOffline: u8,
     /// Address of the data.
     pub buffer: onnxPointer,
 }
@@ -372,6 +410,7 @@ pub type onnxWaitEventFunction = Option<unsafe extern "C" fn(event: onnxEvent) -
 /// Pointer type of `onnxReleaseEvent`.
 pub type onnxReleaseEventFunction = Option<unsafe extern "C" fn(event: onnxEvent) -> onnxStatus>;
 /// Pointer type of `onnxInitGraph`.
+#[cfg(not(feature = "foxi"))]
 pub type onnxInitGraphFunction = Option<
     unsafe extern "C" fn(
         backend: onnxBackend,
@@ -381,6 +420,22 @@ pub type onnxInitGraphFunction = Option<
         weightsCount: u32,
         weightDescriptors: *const onnxTensorDescriptorV1,
         graph: *mut onnxGraph,
+    ) -> onnxStatus,
+>;
+/// Pointer type of `onnxInitGraph` in the foxi dialect (a maximum sequence length and a
+/// deferred weight reader added).
+#[cfg(feature = "foxi")]
+pub type onnxInitGraphFunction = Option<
+    unsafe extern "C" fn(
+        backend: onnxBackend,
+        auxPropertiesList: *const u64,
+        onnxModelSize: usize,
+        onnxModel: *const c_void,
+        weightsCount: u32,
+        weightDescriptors: *const onnxTensorDescriptorV1,
+        graph: *mut onnxGraph,
+        maxSeqLength: u32,
+        deferredWeightReader: *mut c_void,
     ) -> onnxStatus,
 >;
 /// Pointer type of `onnxSetGraphIO`.
@@ -412,6 +467,7 @@ pub type onnxGetExtensionFunctionAddressFunction = Option<
     ) -> onnxStatus,
 >;
 /// Pointer type of the `onnxSetIOAndRunGraph` extension.
+#[cfg(not(feature = "foxi"))]
 pub type onnxSetIOAndRunGraphFunction = Option<
     unsafe extern "C" fn(
         graph: onnxGraph,
@@ -422,6 +478,59 @@ pub type onnxSetIOAndRunGraphFunction = Option<
         outputFence: *mut onnxMemoryFenceV1,
     ) -> onnxStatus,
 >;
+/// Pointer type of the `onnxSetIOAndRunGraph` extension in the foxi dialect (a trace-event
+/// list added).
+#[cfg(feature = "foxi")]
+pub type onnxSetIOAndRunGraphFunction = Option<
+    unsafe extern "C" fn(
+        graph: onnxGraph,
+        inputsCount: u32,
+        inputDescriptors: *const onnxTensorDescriptorV1,
+        outputsCount: u32,
+        outputDescriptors: *const onnxTensorDescriptorV1,
+        outputFence: *mut onnxMemoryFenceV1,
+        traceEvents: *mut onnxTraceEventList,
+    ) -> onnxStatus,
+>;
+
+/// Characters of an `onnxTraceEvent` name (foxi dialect), without the NUL.
+#[cfg(feature = "foxi")]
+pub const ONNXIFI_TRACE_EVENT_NAME_SIZE: usize = 32;
+
+/// One event of a run's timeline (foxi dialect).
+#[cfg(feature = "foxi")]
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct onnxTraceEvent {
+    /// NUL-terminated name (the operator type, or `run`, `copy inputs`, `copy outputs`):
+    /// `ONNXIFI_TRACE_EVENT_NAME_SIZE + 1` characters.
+    pub eventName: [c_char; 33],
+    /// `'X'`: a complete event (start and duration).
+    pub eventType: c_char,
+    /// Start, in microseconds since the Unix epoch.
+    pub timestamp: u64,
+    /// The thread that ran it.
+    pub tid: u32,
+    /// Duration in microseconds.
+    pub duration: u64,
+}
+
+/// The trace events of a run (foxi dialect): filled by the backend when the run ends (before
+/// its output fence is signalled), released with `onnxReleaseTraceEvents`.
+#[cfg(feature = "foxi")]
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct onnxTraceEventList {
+    /// How many events `traceEvents` points to.
+    pub numEvents: u64,
+    /// An array of `numEvents` pointers to events the backend allocated.
+    pub traceEvents: *mut *mut onnxTraceEvent,
+}
+
+/// Pointer type of `onnxReleaseTraceEvents` (foxi dialect).
+#[cfg(feature = "foxi")]
+pub type onnxReleaseTraceEventsFunction =
+    Option<unsafe extern "C" fn(traceEvents: *mut onnxTraceEventList) -> onnxStatus>;
 /// Pointer type of the `onnxWaitEventFor` extension.
 pub type onnxWaitEventForFunction = Option<
     unsafe extern "C" fn(
@@ -458,6 +567,40 @@ mod tests {
         );
     }
 
+    /// The foxi descriptor as foxi's `onnxifi.h` lays it out on 64-bit targets: 96 bytes,
+    /// the quantization fields between `shape` and `buffer`.
+    #[cfg(feature = "foxi")]
+    #[test]
+    fn foxi_layouts() {
+        let e: onnxTraceEvent = zeroed_event();
+        assert_eq!(e.eventName.len(), ONNXIFI_TRACE_EVENT_NAME_SIZE + 1);
+        assert_eq!(size_of::<onnxTensorDescriptorV1>(), 96);
+        assert_eq!(offset_of!(onnxTensorDescriptorV1, shape), 40);
+        assert_eq!(offset_of!(onnxTensorDescriptorV1, quantizationAxis), 48);
+        assert_eq!(offset_of!(onnxTensorDescriptorV1, quantizationParams), 56);
+        assert_eq!(offset_of!(onnxTensorDescriptorV1, scales), 64);
+        assert_eq!(offset_of!(onnxTensorDescriptorV1, biases), 72);
+        assert_eq!(offset_of!(onnxTensorDescriptorV1, isOffline), 80);
+        assert_eq!(offset_of!(onnxTensorDescriptorV1, buffer), 88);
+        assert_eq!(size_of::<onnxTraceEvent>(), 64);
+        assert_eq!(offset_of!(onnxTraceEvent, timestamp), 40);
+        assert_eq!(offset_of!(onnxTraceEvent, duration), 56);
+        assert_eq!(size_of::<onnxTraceEventList>(), 16);
+    }
+
+    /// An all-zero trace event, built field by field.
+    #[cfg(feature = "foxi")]
+    fn zeroed_event() -> onnxTraceEvent {
+        onnxTraceEvent {
+            eventName: [0; 33],
+            eventType: 0,
+            timestamp: 0,
+            tid: 0,
+            duration: 0,
+        }
+    }
+
+    #[cfg(not(feature = "foxi"))]
     #[test]
     fn layouts_match_the_official_header() {
         assert_eq!(size_of::<onnxTensorDescriptorV1>(), 56);
