@@ -5,7 +5,7 @@
 
 use crate::capi::{Handle, Onnxifi};
 use crate::io_plan::{self, InputSources};
-use crate::model::{display_name, load_model, Format};
+use crate::model::{display_name, Format};
 use crate::{CliError, Flags};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -53,12 +53,7 @@ fn parse(args: Vec<String>) -> Result<Option<BenchArgs>, CliError> {
     let mut a = BenchArgs {
         model: String::new(),
         from: None,
-        sources: InputSources {
-            files: Vec::new(),
-            dims: Vec::new(),
-            seed: None,
-            expect: None,
-        },
+        sources: InputSources::new(),
         iterations: None,
         duration: None,
         warmup: 5,
@@ -68,6 +63,9 @@ fn parse(args: Vec<String>) -> Result<Option<BenchArgs>, CliError> {
     };
     let mut model = None;
     while let Some(arg) = f.next_arg() {
+        if a.sources.take_flag(&mut f, &arg)? {
+            continue;
+        }
         match arg.as_str() {
             "--help" | "-h" => return Ok(None),
             "--iterations" => a.iterations = Some(f.positive(&arg)?),
@@ -82,26 +80,6 @@ fn parse(args: Vec<String>) -> Result<Option<BenchArgs>, CliError> {
             "--threads" => a.threads = Some(f.positive(&arg)?),
             "--profile" => a.profile = true,
             "--json" => a.json = Some(f.value(&arg)?),
-            "--input" => {
-                let v = f.value(&arg)?;
-                a.sources.files.push(match v.split_once('=') {
-                    Some((n, p)) => (Some(n.to_string()), PathBuf::from(p)),
-                    None => (None, PathBuf::from(v)),
-                });
-            }
-            "--seed" => a.sources.seed = Some(f.number(&arg)?),
-            "--dim" => {
-                let v = f.value(&arg)?;
-                let (n, d) = v
-                    .split_once('=')
-                    .ok_or_else(|| CliError::usage(format!("--dim {v:?}: expected SYMBOL=N")))?;
-                let d = d
-                    .parse::<u64>()
-                    .ok()
-                    .filter(|&d| d > 0)
-                    .ok_or_else(|| CliError::usage(format!("--dim {v:?}: expected N ≥ 1")))?;
-                a.sources.dims.push((n.to_string(), d));
-            }
             "--from" => a.from = Some(Format::from_flag(&arg, &f.value(&arg)?)?),
             s if s.starts_with('-') && s != "-" => {
                 return Err(CliError::usage(format!(
@@ -143,31 +121,14 @@ pub fn cmd_bench(lib: Option<PathBuf>, args: Vec<String>) -> Result<(), CliError
         out!("{USAGE}");
         return Ok(());
     };
-    crate::check_thread_env()?;
     if args.profile {
         // Read once by the library when it first runs a step, after this.
         std::env::set_var("ONNXIFI_RUST_PROFILE", "1");
     }
-    let loaded = load_model(&args.model, args.from)?;
-    let graph = loaded
-        .model
-        .graph
-        .as_ref()
-        .ok_or_else(|| CliError::failed("the model has no graph"))?;
-    let (declared_in, declared_out) = io_plan::declared_io(graph).map_err(CliError::failed)?;
-    let mut inputs =
-        io_plan::make_inputs(graph, &declared_in, &args.sources).map_err(CliError::usage)?;
+    let mut p = io_plan::prepare(&args.model, args.from, &args.sources)?;
     let api = Onnxifi::load(&crate::capi::library_path(lib)).map_err(CliError::failed)?;
     let ids = api.backend_ids().map_err(CliError::failed)?;
-    let report = measure(
-        &api,
-        ids[0],
-        &args,
-        &loaded.bytes,
-        &declared_in,
-        &declared_out,
-        &mut inputs,
-    );
+    let report = measure(&api, ids[0], &args, &mut p);
     api.release_ids(ids);
     let report = report.map_err(CliError::failed)?;
     print_report(&args, &report);
@@ -183,15 +144,11 @@ pub fn cmd_bench(lib: Option<PathBuf>, args: Vec<String>) -> Result<(), CliError
     Ok(())
 }
 
-#[allow(clippy::too_many_arguments)]
 fn measure(
     api: &Onnxifi,
     id: Handle,
     args: &BenchArgs,
-    model: &[u8],
-    declared_in: &[io_plan::Declared],
-    declared_out: &[io_plan::Declared],
-    inputs: &mut [crate::tensor::HostTensor],
+    p: &mut io_plan::Prepared,
 ) -> Result<Report, String> {
     let threads = match args.threads {
         Some(n) => n as u64,
@@ -203,11 +160,12 @@ fn measure(
     let backend = api.init_backend(id, args.threads)?;
     let result = (|| {
         let start = Instant::now();
-        let graph = api.init_graph(backend, model)?;
+        let graph = api.init_graph(backend, &p.bytes)?;
         let init = start.elapsed();
         let r = (|| -> Result<(Vec<Duration>, Duration), String> {
-            let mut outputs = io_plan::make_outputs(api, graph, inputs, declared_in, declared_out)?;
-            api.bind(graph, inputs, &mut outputs)?;
+            let mut outputs =
+                io_plan::make_outputs(api, graph, &mut p.inputs, &p.declared_in, &p.declared_out)?;
+            api.bind(graph, &mut p.inputs, &mut outputs)?;
             for _ in 0..args.warmup {
                 api.run_once(backend, graph)?;
             }

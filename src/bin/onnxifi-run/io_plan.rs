@@ -3,7 +3,9 @@
 //! and the output buffers sized by the library's shape inference.
 
 use crate::capi::{Handle, Onnxifi};
+use crate::model::{load_model, Format};
 use crate::tensor::{self, count, Fill, HostTensor, Loaded, Rng};
+use crate::{CliError, Flags};
 use onnxifi_rust::model::onnx;
 use std::collections::BTreeMap;
 use std::ffi::CString;
@@ -200,6 +202,82 @@ pub struct InputSources {
     pub seed: Option<u64>,
     /// `--expect DIR`: ONNX test data whose `input_N.pb` feed the inputs not given otherwise.
     pub expect: Option<PathBuf>,
+}
+
+impl InputSources {
+    /// No files, no `--dim`, no seed, no test data.
+    pub fn new() -> InputSources {
+        InputSources {
+            files: Vec::new(),
+            dims: Vec::new(),
+            seed: None,
+            expect: None,
+        }
+    }
+
+    /// Takes `--input`, `--seed` or `--dim` (with its value from `f`); `false` for other flags.
+    pub fn take_flag(&mut self, f: &mut Flags, arg: &str) -> Result<bool, CliError> {
+        match arg {
+            "--input" => {
+                let v = f.value(arg)?;
+                self.files.push(match v.split_once('=') {
+                    Some((n, p)) => (Some(n.to_string()), PathBuf::from(p)),
+                    None => (None, PathBuf::from(v)),
+                });
+            }
+            "--seed" => self.seed = Some(f.number(arg)?),
+            "--dim" => {
+                let v = f.value(arg)?;
+                let (n, d) = v
+                    .split_once('=')
+                    .ok_or_else(|| CliError::usage(format!("--dim {v:?}: expected SYMBOL=N")))?;
+                let d = d
+                    .parse::<u64>()
+                    .ok()
+                    .filter(|&d| d > 0)
+                    .ok_or_else(|| CliError::usage(format!("--dim {v:?}: expected N ≥ 1")))?;
+                self.dims.push((n.to_string(), d));
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+}
+
+/// A model ready to feed: its serialized bytes, declared inputs and outputs, and the input
+/// tensors (what `run` and `bench` both start from).
+pub struct Prepared {
+    /// The serialized model the library receives.
+    pub bytes: Vec<u8>,
+    /// The inputs a caller binds.
+    pub declared_in: Vec<Declared>,
+    /// The outputs.
+    pub declared_out: Vec<Declared>,
+    /// The tensors to feed, in `declared_in` order.
+    pub inputs: Vec<HostTensor>,
+}
+
+/// Loads `model` and makes its inputs from `sources`.
+pub fn prepare(
+    model: &str,
+    from: Option<Format>,
+    sources: &InputSources,
+) -> Result<Prepared, CliError> {
+    crate::check_thread_env()?;
+    let loaded = load_model(model, from)?;
+    let graph = loaded
+        .model
+        .graph
+        .as_ref()
+        .ok_or_else(|| CliError::failed("the model has no graph"))?;
+    let (declared_in, declared_out) = declared_io(graph).map_err(CliError::failed)?;
+    let inputs = make_inputs(graph, &declared_in, sources).map_err(CliError::usage)?;
+    Ok(Prepared {
+        bytes: loaded.bytes,
+        declared_in,
+        declared_out,
+        inputs,
+    })
 }
 
 /// The tensors to feed, in graph input order.

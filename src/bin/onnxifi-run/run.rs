@@ -3,7 +3,7 @@
 
 use crate::capi::Onnxifi;
 use crate::io_plan::{self, InputSources};
-use crate::model::{display_name, load_model, Format};
+use crate::model::{display_name, Format};
 use crate::tensor::{self, HostTensor};
 use crate::{CliError, Flags};
 use std::path::PathBuf;
@@ -50,12 +50,7 @@ fn parse(args: Vec<String>) -> Result<Option<RunArgs>, CliError> {
     let mut a = RunArgs {
         model: String::new(),
         from: None,
-        sources: InputSources {
-            files: Vec::new(),
-            dims: Vec::new(),
-            seed: None,
-            expect: None,
-        },
+        sources: InputSources::new(),
         repeat: 10,
         threads: None,
         save: None,
@@ -64,28 +59,11 @@ fn parse(args: Vec<String>) -> Result<Option<RunArgs>, CliError> {
     };
     let mut model = None;
     while let Some(arg) = f.next_arg() {
+        if a.sources.take_flag(&mut f, &arg)? {
+            continue;
+        }
         match arg.as_str() {
             "--help" | "-h" => return Ok(None),
-            "--input" => {
-                let v = f.value(&arg)?;
-                a.sources.files.push(match v.split_once('=') {
-                    Some((n, p)) => (Some(n.to_string()), PathBuf::from(p)),
-                    None => (None, PathBuf::from(v)),
-                });
-            }
-            "--dim" => {
-                let v = f.value(&arg)?;
-                let (n, d) = v
-                    .split_once('=')
-                    .ok_or_else(|| CliError::usage(format!("--dim {v:?}: expected SYMBOL=N")))?;
-                let d = d
-                    .parse::<u64>()
-                    .ok()
-                    .filter(|&d| d > 0)
-                    .ok_or_else(|| CliError::usage(format!("--dim {v:?}: expected N ≥ 1")))?;
-                a.sources.dims.push((n.to_string(), d));
-            }
-            "--seed" => a.sources.seed = Some(f.number(&arg)?),
             "--expect" => a.sources.expect = Some(PathBuf::from(f.value(&arg)?)),
             "--save" => a.save = Some(PathBuf::from(f.value(&arg)?)),
             "--threads" => a.threads = Some(f.positive(&arg)?),
@@ -112,32 +90,14 @@ pub fn cmd_run(lib: Option<PathBuf>, args: Vec<String>) -> Result<(), CliError> 
         out!("{USAGE}");
         return Ok(());
     };
-    crate::check_thread_env()?;
-    let loaded = load_model(&args.model, args.from)?;
-    let graph = loaded
-        .model
-        .graph
-        .as_ref()
-        .ok_or_else(|| CliError::failed("the model has no graph"))?;
-    let (declared_in, declared_out) = io_plan::declared_io(graph).map_err(CliError::failed)?;
-    let mut inputs =
-        io_plan::make_inputs(graph, &declared_in, &args.sources).map_err(CliError::usage)?;
-
+    let mut p = io_plan::prepare(&args.model, args.from, &args.sources)?;
     let api = Onnxifi::load(&crate::capi::library_path(lib)).map_err(CliError::failed)?;
     let ids = api.backend_ids().map_err(CliError::failed)?;
-    let result = run_with(
-        &api,
-        ids[0],
-        &args,
-        &loaded.bytes,
-        &declared_in,
-        &declared_out,
-        &mut inputs,
-    );
+    let result = run_with(&api, ids[0], &args, &mut p);
     api.release_ids(ids);
     let (outputs, times) = result.map_err(CliError::failed)?;
 
-    for t in &inputs {
+    for t in &p.inputs {
         out!(
             "input  {} {:?} {}",
             t.name_str(),
@@ -167,15 +127,11 @@ pub fn cmd_run(lib: Option<PathBuf>, args: Vec<String>) -> Result<(), CliError> 
 }
 
 /// Backend → graph → outputs sized → bound → `repeat` runs → released.
-#[allow(clippy::too_many_arguments)]
 fn run_with(
     api: &Onnxifi,
     id: crate::capi::Handle,
     args: &RunArgs,
-    model: &[u8],
-    declared_in: &[io_plan::Declared],
-    declared_out: &[io_plan::Declared],
-    inputs: &mut [HostTensor],
+    p: &mut io_plan::Prepared,
 ) -> Result<(Vec<HostTensor>, Vec<Duration>), String> {
     out!("library: {}", api.path.display());
     out!(
@@ -186,10 +142,11 @@ fn run_with(
     out!("model:   {}", display_name(&args.model));
     let backend = api.init_backend(id, args.threads)?;
     let result = (|| {
-        let graph = api.init_graph(backend, model)?;
+        let graph = api.init_graph(backend, &p.bytes)?;
         let r = (|| {
-            let mut outputs = io_plan::make_outputs(api, graph, inputs, declared_in, declared_out)?;
-            api.bind(graph, inputs, &mut outputs)?;
+            let mut outputs =
+                io_plan::make_outputs(api, graph, &mut p.inputs, &p.declared_in, &p.declared_out)?;
+            api.bind(graph, &mut p.inputs, &mut outputs)?;
             let times = (0..args.repeat)
                 .map(|_| api.run_once(backend, graph))
                 .collect::<Result<Vec<_>, _>>()?;
