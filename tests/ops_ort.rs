@@ -787,6 +787,43 @@ fn matmul_transpose_softmax_concat() {
     }
 }
 
+/// Attention-shaped batched products (12 heads), a batch broadcast against a shared B, and a
+/// product above the per-batch threshold, run in a 2-thread pool: small batched products run
+/// one batch per task (each GEMM on one thread), large ones one after another.
+#[test]
+fn batched_matmul_on_two_threads() {
+    if !ort_available() {
+        return;
+    }
+    let body = "
+  S = MatMul(Q, Kt)
+  O = MatMul(S, V)
+  P = MatMul(Q, W)
+  L = MatMul(X, Y)";
+    let text = model(
+        13,
+        "float[1,12,16,8] Q, float[1,12,8,16] Kt, float[1,12,16,8] V, float[8,5] W, float[2,256,200] X, float[2,200,256] Y",
+        "float[1,12,16,16] S, float[1,12,16,8] O, float[1,12,16,5] P, float[2,256,256] L",
+        &[],
+        body,
+    );
+    let exe = compile_ok(&text);
+    let mut data = Rng::new(4242);
+    let feeds = [
+        named("Q", data.tensor(&[1, 12, 16, 8], -1.0, 1.0)),
+        named("Kt", data.tensor(&[1, 12, 8, 16], -1.0, 1.0)),
+        named("V", data.tensor(&[1, 12, 16, 8], -1.0, 1.0)),
+        named("W", data.tensor(&[8, 5], -1.0, 1.0)),
+        named("X", data.tensor(&[2, 256, 200], -1.0, 1.0)),
+        named("Y", data.tensor(&[2, 200, 256], -1.0, 1.0)),
+    ];
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(2)
+        .build()
+        .expect("a 2-thread pool");
+    pool.install(|| compare(&exe, &text, &feeds, "2 threads"));
+}
+
 #[test]
 fn unfoldable_batch_norm_and_shared_conv_output() {
     if !ort_available() {

@@ -6,7 +6,14 @@ use super::{BuildCtx, Built, Kernel, OpDef, FLOAT, NUMERIC};
 use crate::error::{Error, Result, Status};
 use crate::ir::{DataType, Elem, Tensor};
 use crate::kernels::activation::Activation;
-use crate::kernels::gemm::{sgemm_ep, sgemm_packed, Bias, Epilogue, PackedB};
+use crate::kernels::cpu;
+use crate::kernels::gemm::{sgemm_packed, sgemm_with, Bias, Epilogue, PackedB};
+use rayon::prelude::*;
+
+/// Batched products below this many flops each (`2·m·n·k`) run one batch per task, each on one
+/// thread, instead of one after another with a parallel GEMM each (BERT-base's attention
+/// products, 2·128·64·128 = 2 Mflop per head, are far below it).
+const BATCH_PARALLEL_MAX_FLOPS: usize = 1 << 24;
 use crate::kernels::scalar::Scalar;
 
 /// The `MatMul` operator.
@@ -100,16 +107,33 @@ impl Kernel for MatMulKernel {
             sgemm_packed(1.0, mat(a, m, k, false), pb, 0.0, y, n, &ep);
             return Ok(());
         }
-        for (i, &(ia, ib)) in self.batches.iter().enumerate() {
-            sgemm_ep(
+        // Small products of many batches (attention heads): one batch per task, each GEMM on
+        // one thread; large ones: one after another, each GEMM parallel inside.
+        let per_thread = self.batches.len() >= 2
+            && rayon::current_num_threads() > 1
+            && 2 * m * n * k < BATCH_PARALLEL_MAX_FLOPS;
+        let product = |y: &mut [f32], &(ia, ib): &(usize, usize), parallel: bool| {
+            sgemm_with(
+                cpu::isa(),
+                parallel,
                 1.0,
                 mat(&a[ia * m * k..(ia + 1) * m * k], m, k, false),
                 mat(&b[ib * k * n..(ib + 1) * k * n], k, n, false),
                 0.0,
-                &mut y[i * m * n..(i + 1) * m * n],
+                y,
                 n,
                 &ep,
             );
+        };
+        let y = &mut y[..self.batches.len() * m * n];
+        if per_thread {
+            y.par_chunks_mut(m * n)
+                .zip(self.batches.par_iter())
+                .for_each(|(y, ab)| product(y, ab, false));
+        } else {
+            y.chunks_mut(m * n)
+                .zip(&self.batches)
+                .for_each(|(y, ab)| product(y, ab, true));
         }
         Ok(())
     }
