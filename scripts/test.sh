@@ -12,6 +12,16 @@ export ONNXIFI_RUST_PYTHON="$PWD/.venv/bin/python"
 # Everything the tests need is installed above, so a test that would skip for lack of Python,
 # onnx or test data must fail instead (the tests treat CI as "required").
 export CI="${CI:-1}"
+# The per-ISA kernel tests must exercise every SIMD path this CPU has: name them from the CPU's
+# own flags (independently of the library's detection), so a test that would skip them fails.
+if [ -z "${ONNXIFI_RUST_REQUIRE_ISA:-}" ] && [ -r /proc/cpuinfo ]; then
+  flags=$(grep -m1 '^flags' /proc/cpuinfo || true)
+  case " $flags " in
+    *" avx512f "*) export ONNXIFI_RUST_REQUIRE_ISA=avx512,avx2 ;;
+    *" avx2 "*" fma "* | *" fma "*" avx2 "*) export ONNXIFI_RUST_REQUIRE_ISA=avx2 ;;
+  esac
+fi
+echo "ONNXIFI_RUST_REQUIRE_ISA=${ONNXIFI_RUST_REQUIRE_ISA:-} (SIMD paths the kernel tests must run)"
 
 if [ ! -f .testdata/node.v2.complete ]; then
   "$ONNXIFI_RUST_PYTHON" scripts/gen_node_tests.py .testdata/node
