@@ -10,7 +10,7 @@
 //! path), buffer reuse across steps and runs, and symbolic batch dimensions.
 //!
 //! Python is `$ONNXIFI_RUST_PYTHON`, else `.venv/bin/python` under the crate root. Without it
-//! (or without onnxruntime) the tests are skipped, except when `CI` is set: then they fail.
+//! (or without onnxruntime) the tests fail: run `scripts/setup-test-env.sh`.
 #![forbid(unsafe_code)]
 
 mod common;
@@ -36,7 +36,7 @@ fn python() -> PathBuf {
     }
 }
 
-/// Whether Python with onnx and onnxruntime runs. Under `CI` its absence fails the test.
+/// Whether Python with onnx and onnxruntime runs; its absence fails the test.
 fn ort_available() -> bool {
     static OK: OnceLock<bool> = OnceLock::new();
     let ok = *OK.get_or_init(|| {
@@ -46,17 +46,12 @@ fn ort_available() -> bool {
             .map(|o| o.status.success())
             .unwrap_or(false)
     });
-    if !ok {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI is set but {} cannot import numpy, onnx and onnxruntime",
-            python().display()
-        );
-        eprintln!(
-            "skipping: {} cannot import numpy, onnx and onnxruntime",
-            python().display()
-        );
-    }
+    assert!(
+        ok,
+        "{} cannot import numpy, onnx and onnxruntime: run scripts/setup-test-env.sh (or set \
+         ONNXIFI_RUST_PYTHON)",
+        python().display()
+    );
     ok
 }
 

@@ -3,8 +3,8 @@
 //!
 //! Where onnx.checker is more lenient than the specification, the variant says why
 //! (`checker_lenient`) and the specification is followed; see `docs/spec-checker.md`.
-//! Needs Python with onnx (`$ONNXIFI_RUST_PYTHON`, default `.venv/bin/python`); skipped
-//! without it unless `$CI` is set.
+//! Needs Python with onnx (`$ONNXIFI_RUST_PYTHON`, default `.venv/bin/python`); fails
+//! without it.
 #![forbid(unsafe_code)]
 
 mod spec_common;

@@ -1,8 +1,8 @@
 //! Every ONNX backend-test model (node, simple, pytorch-converted, pytorch-operator, real,
 //! light) passes the spec checker, and the verdicts are compared with `onnx.checker`.
 //!
-//! Needs Python with onnx (`$ONNXIFI_RUST_PYTHON`, default `.venv/bin/python`); skipped
-//! without it unless `$CI` is set.
+//! Needs Python with onnx (`$ONNXIFI_RUST_PYTHON`, default `.venv/bin/python`); fails
+//! without it.
 #![forbid(unsafe_code)]
 
 mod spec_common;

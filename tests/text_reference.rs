@@ -3,7 +3,7 @@
 //! For every text in `tests/text_corpus/` and every text `onnx.printer` makes of the backend
 //! test models, our parse must serialise to the same proto as the reference's, and texts the
 //! reference rejects must be rejected. Python is `$ONNXIFI_RUST_PYTHON`, else `.venv/bin/python`
-//! under the crate root; without it the test is skipped, except under `CI` where it fails.
+//! under the crate root; without it the test fails.
 //!
 //! Corpus files hold one model each, or several cases when the first line is
 //! `#! cases KIND [divergent]`, cases being separated by lines holding only `%%`. Cases in a
@@ -114,14 +114,11 @@ fn reference_available() -> bool {
         .args(["-c", "import onnx.parser, onnx.printer"])
         .output()
         .is_ok_and(|o| o.status.success());
-    if !ok {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI is set but {} cannot import onnx",
-            python().display()
-        );
-        eprintln!("skipping: {} cannot import onnx", python().display());
-    }
+    assert!(
+        ok,
+        "{} cannot import onnx: run scripts/setup-test-env.sh (or set ONNXIFI_RUST_PYTHON)",
+        python().display()
+    );
     ok
 }
 

@@ -838,7 +838,7 @@ pub fn rules_of(m: &ModelProto, pedantic: bool) -> Vec<Violation> {
 }
 
 /// The Python interpreter with onnx: `$ONNXIFI_RUST_PYTHON`, else `.venv/bin/python` in the
-/// crate root. `None` (test skipped) when it is missing, unless `$CI` is set: then it panics.
+/// crate root; panics when it is missing (never skips).
 pub fn python() -> Option<PathBuf> {
     let p = match std::env::var_os("ONNXIFI_RUST_PYTHON") {
         Some(p) => PathBuf::from(p),
@@ -852,17 +852,10 @@ pub fn python() -> Option<PathBuf> {
     if ok {
         return Some(p);
     }
-    if std::env::var_os("CI").is_some() {
-        panic!(
-            "no Python with onnx at {} (set ONNXIFI_RUST_PYTHON); required when CI is set",
-            p.display()
-        );
-    }
-    eprintln!(
-        "skipping: no Python with onnx at {} (set ONNXIFI_RUST_PYTHON)",
+    panic!(
+        "no Python with onnx at {}: run scripts/setup-test-env.sh (or set ONNXIFI_RUST_PYTHON)",
         p.display()
-    );
-    None
+    )
 }
 
 /// Runs `tests/py/onnx_check.py` with the given arguments and returns its stdout.
