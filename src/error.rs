@@ -82,6 +82,54 @@ pub enum Status {
 }
 
 impl Status {
+    /// Every status, in code order.
+    pub const ALL: [Status; 36] = {
+        use Status::*;
+        [
+            Success,
+            Fallback,
+            InvalidId,
+            InvalidSize,
+            InvalidPointer,
+            InvalidProtobuf,
+            InvalidModel,
+            InvalidBackend,
+            InvalidGraph,
+            InvalidEvent,
+            InvalidState,
+            InvalidName,
+            InvalidShape,
+            InvalidDatatype,
+            InvalidMemoryType,
+            InvalidMemoryLocation,
+            InvalidFenceType,
+            InvalidProperty,
+            UnsupportedTag,
+            UnsupportedVersion,
+            UnsupportedOperator,
+            UnsupportedAttribute,
+            UnsupportedShape,
+            UnsupportedDatatype,
+            UnsupportedMemoryType,
+            UnsupportedFenceType,
+            UnsupportedProperty,
+            UnidentifiedName,
+            MismatchingShape,
+            MismatchingDatatype,
+            NoSystemMemory,
+            NoDeviceMemory,
+            NoSystemResources,
+            NoDeviceResources,
+            BackendUnavailable,
+            InternalError,
+        ]
+    };
+
+    /// The status with this numeric value, if the header defines one.
+    pub fn from_code(code: i32) -> Option<Status> {
+        Status::ALL.into_iter().find(|s| s.code() == code)
+    }
+
     /// The numeric value returned through the C ABI.
     pub fn code(self) -> i32 {
         self as i32

@@ -198,7 +198,14 @@ pub fn span(category: &'static str, name: impl Into<String>) -> Option<Span> {
     })
 }
 
-/// A JSON string literal.
+/// `s` as a JSON string literal (quotes and escapes included).
+pub fn json_string(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    json_str(&mut out, s);
+    out
+}
+
+/// Appends `s` as a JSON string literal.
 fn json_str(out: &mut String, s: &str) {
     out.push('"');
     for c in s.chars() {

@@ -3,6 +3,7 @@
 //! rule or the unsupported node. Models are written in the ONNX text syntax.
 
 use onnxifi_rust::ffi::api::*;
+use onnxifi_rust::ffi::ext::*;
 use onnxifi_rust::ffi::types::*;
 use onnxifi_rust::text::parse_model;
 use prost::Message;

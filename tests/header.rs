@@ -81,6 +81,7 @@ fn headers_are_up_to_date() {
     let bindings = cbindgen::Builder::new()
         .with_src(root.join("src/ffi/types.rs"))
         .with_src(root.join("src/ffi/api.rs"))
+        .with_src(root.join("src/ffi/ext.rs"))
         .with_config(config)
         .generate()
         .expect("cbindgen generates the header");

@@ -3,6 +3,7 @@
 //! the rank written when a shape array is too small), and the statuses of bad calls.
 
 use onnxifi_rust::ffi::api::*;
+use onnxifi_rust::ffi::ext::*;
 use onnxifi_rust::ffi::types::*;
 use onnxifi_rust::text::parse_model;
 use prost::Message;

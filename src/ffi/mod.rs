@@ -7,6 +7,7 @@
 //! guarantees.
 
 pub mod api;
+pub mod ext;
 pub mod handles;
 pub mod info;
 pub mod io;

@@ -630,5 +630,13 @@ mod tests {
         );
         assert_eq!(Status::InternalError.code(), ONNXIFI_STATUS_INTERNAL_ERROR);
         assert_eq!(Status::UnidentifiedName.code(), 0x0301);
+        for s in Status::ALL {
+            assert_eq!(Status::from_code(s.code()), Some(s));
+        }
+        assert_eq!(
+            Status::from_code(ONNXIFI_STATUS_MISMATCHING_SHAPE),
+            Some(Status::MismatchingShape)
+        );
+        assert_eq!(Status::from_code(0x0407), None);
     }
 }

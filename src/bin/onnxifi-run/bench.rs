@@ -2,11 +2,16 @@
 //! `onnxruntime_perf_test`: warm-up runs, then a fixed number of runs or a duration, with
 //! percentiles, init time, peak memory, threads and SIMD kernels; optionally the slowest
 //! operators and a JSON report.
+#![forbid(unsafe_code)]
 
 use crate::capi::{Handle, Onnxifi};
 use crate::io_plan::{self, InputSources};
 use crate::model::{display_name, Format};
 use crate::{CliError, Flags};
+use onnxifi_rust::ffi::types::{
+    ONNXIFI_BACKEND_NUM_THREADS_RUST, ONNXIFI_BACKEND_PROFILE_RUST, ONNXIFI_BACKEND_SIMD_RUST,
+};
+use onnxifi_rust::trace::json_string;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -28,13 +33,6 @@ options:
   --json FILE         write the results as JSON (`-`: stdout)
   --input, --seed, --dim, --from   as for `run`";
 
-/// `ONNXIFI_BACKEND_SIMD_RUST`.
-const INFO_SIMD: i32 = 0x5253_0001;
-/// `ONNXIFI_BACKEND_PROFILE_RUST`.
-const INFO_PROFILE: i32 = 0x5253_0003;
-/// `ONNXIFI_BACKEND_NUM_THREADS_RUST`.
-const INFO_THREADS: i32 = 0x5253_0004;
-
 /// Arguments of `bench`.
 struct BenchArgs {
     model: String,
@@ -49,7 +47,6 @@ struct BenchArgs {
 }
 
 fn parse(args: Vec<String>) -> Result<Option<BenchArgs>, CliError> {
-    let mut f = Flags::new("bench", args);
     let mut a = BenchArgs {
         model: String::new(),
         from: None,
@@ -61,45 +58,39 @@ fn parse(args: Vec<String>) -> Result<Option<BenchArgs>, CliError> {
         profile: false,
         json: None,
     };
-    let mut model = None;
-    while let Some(arg) = f.next_arg() {
-        if a.sources.take_flag(&mut f, &arg)? {
-            continue;
+    let mut help = false;
+    let positional = Flags::new("bench", args).split(|flag, f| {
+        if a.sources.take_flag(f, flag)? {
+            return Ok(());
         }
-        match arg.as_str() {
-            "--help" | "-h" => return Ok(None),
-            "--iterations" => a.iterations = Some(f.positive(&arg)?),
+        match flag {
+            "--help" | "-h" => help = true,
+            "--iterations" => a.iterations = Some(f.positive(flag)?),
             "--duration" => {
-                let s = f.real(&arg)?;
+                let s = f.real(flag)?;
                 if s <= 0.0 {
                     return Err(CliError::usage("--duration must be positive"));
                 }
                 a.duration = Some(s);
             }
-            "--warmup" => a.warmup = f.number(&arg)? as usize,
-            "--threads" => a.threads = Some(f.positive(&arg)?),
+            "--warmup" => a.warmup = f.number(flag)? as usize,
+            "--threads" => a.threads = Some(f.positive(flag)?),
             "--profile" => a.profile = true,
-            "--json" => a.json = Some(f.value(&arg)?),
-            "--from" => a.from = Some(Format::from_flag(&arg, &f.value(&arg)?)?),
-            s if s.starts_with('-') && s != "-" => {
-                return Err(CliError::usage(format!(
-                    "bench: unknown option {s:?}\n{USAGE}"
-                )))
-            }
-            _ if model.is_none() => model = Some(arg),
-            _ => {
-                return Err(CliError::usage(format!(
-                    "bench: unexpected argument {arg:?}"
-                )))
-            }
+            "--json" => a.json = Some(f.value(flag)?),
+            "--from" => a.from = Some(Format::from_flag(flag, &f.value(flag)?)?),
+            _ => return Err(f.unknown(flag, USAGE)),
         }
+        Ok(())
+    })?;
+    if help {
+        return Ok(None);
     }
     if a.iterations.is_some() && a.duration.is_some() {
         return Err(CliError::usage(
             "bench: give --iterations or --duration, not both",
         ));
     }
-    a.model = model.ok_or_else(|| CliError::usage(format!("bench: no MODEL given\n{USAGE}")))?;
+    a.model = crate::one_model("bench", positional, USAGE)?;
     Ok(Some(a))
 }
 
@@ -152,10 +143,12 @@ fn measure(
 ) -> Result<Report, String> {
     let threads = match args.threads {
         Some(n) => n as u64,
-        None => api.info_u64(id, INFO_THREADS).unwrap_or(0),
+        None => api
+            .info_u64(id, ONNXIFI_BACKEND_NUM_THREADS_RUST)
+            .unwrap_or(0),
     };
     let simd = api
-        .info_string(id, INFO_SIMD)
+        .info_string(id, ONNXIFI_BACKEND_SIMD_RUST)
         .unwrap_or_else(|_| "unknown".into());
     let backend = api.init_backend(id, args.threads)?;
     let result = (|| {
@@ -177,7 +170,7 @@ fn measure(
     api.release_backend(backend);
     let (init, times, wall) = result?;
     let profile = if args.profile {
-        api.info_string(id, INFO_PROFILE)?
+        api.info_string(id, ONNXIFI_BACKEND_PROFILE_RUST)?
             .lines()
             .filter_map(|l| {
                 let mut f = l.split('\t');
@@ -307,21 +300,6 @@ fn print_report(args: &BenchArgs, r: &Report) {
     }
 }
 
-/// A JSON string literal.
-fn json_str(s: &str) -> String {
-    let mut out = String::from("\"");
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
 fn json(args: &BenchArgs, r: &Report) -> String {
     let latency: Vec<String> = stats(r)
         .iter()
@@ -333,7 +311,7 @@ fn json(args: &BenchArgs, r: &Report) -> String {
         .map(|(op, calls, t)| {
             format!(
                 "{{\"op\": {}, \"calls\": {calls}, \"total_ms\": {:.6}}}",
-                json_str(op),
+                json_string(op),
                 t.as_secs_f64() * 1e3
             )
         })
@@ -342,9 +320,9 @@ fn json(args: &BenchArgs, r: &Report) -> String {
         "{{\"model\": {}, \"threads\": {}, \"simd\": {}, \"init_ms\": {:.6}, \"warmup\": {}, \
          \"runs\": {}, \"latency_ms\": {{{}}}, \"throughput_per_s\": {:.6}, \
          \"peak_rss_bytes\": {}, \"profile\": [{}], \"profiled_runs\": {}}}",
-        json_str(display_name(&args.model)),
+        json_string(display_name(&args.model)),
         r.threads,
-        json_str(&r.simd),
+        json_string(&r.simd),
         r.init.as_secs_f64() * 1e3,
         args.warmup,
         r.times.len(),

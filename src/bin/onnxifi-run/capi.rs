@@ -3,6 +3,12 @@
 //! the status and the library's own message (`onnxGetLastErrorMessage`).
 
 use crate::tensor::HostTensor;
+use onnxifi_rust::error::Status;
+use onnxifi_rust::ffi::types::{
+    onnxMemoryFenceV1, onnxTensorDescriptorV1, ONNXIFI_BACKEND_PROPERTY_NUM_THREADS_RUST,
+    ONNXIFI_MEMORY_TYPE_CPU, ONNXIFI_STATUS_FALLBACK, ONNXIFI_STATUS_SUCCESS,
+    ONNXIFI_SYNCHRONIZATION_EVENT, ONNXIFI_TAG_MEMORY_FENCE_V1, ONNXIFI_TAG_TENSOR_DESCRIPTOR_V1,
+};
 use std::ffi::{c_char, c_void, CString};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -13,79 +19,21 @@ pub type OutputType = (i32, Vec<u64>);
 /// An opaque ONNXIFI handle (backend ID, backend, graph, event).
 pub type Handle = *mut c_void;
 
-/// `onnxTensorDescriptorV1`.
-#[repr(C)]
-pub struct TensorDescriptor {
-    tag: i32,
-    name: *const c_char,
-    data_type: u64,
-    memory_type: u64,
-    dimensions: u32,
-    shape: *const u64,
-    buffer: u64,
-}
-
-/// `onnxMemoryFenceV1`.
-#[repr(C)]
-struct MemoryFence {
-    tag: i32,
-    fence_type: u64,
-    event: Handle,
-}
-
-/// `ONNXIFI_TAG_TENSOR_DESCRIPTOR_V1`.
-const TAG_TENSOR: i32 = 0x43DF_BF69;
-/// `ONNXIFI_TAG_MEMORY_FENCE_V1`.
-const TAG_FENCE: i32 = 0x23E0_8AAB;
+/// The descriptor and fence structures and the constants are the library's own declarations
+/// (those `include/onnxifi.h` is generated from), so the CLI cannot drift from its ABI.
+type TensorDescriptor = onnxTensorDescriptorV1;
+type MemoryFence = onnxMemoryFenceV1;
 /// `ONNXIFI_STATUS_SUCCESS`.
-pub const SUCCESS: i32 = 0;
+pub const SUCCESS: i32 = ONNXIFI_STATUS_SUCCESS;
 /// `ONNXIFI_STATUS_FALLBACK`.
-pub const FALLBACK: i32 = 1;
-/// `ONNXIFI_BACKEND_PROPERTY_NUM_THREADS_RUST`: this library's thread-count property.
-const PROPERTY_NUM_THREADS: u64 = 0x5255_5354_0001;
+pub const FALLBACK: i32 = ONNXIFI_STATUS_FALLBACK;
 
 /// The name of an `onnxStatus` code (`ONNXIFI_STATUS_` left off).
 pub fn status_name(code: i32) -> String {
-    let name = match code {
-        0x0000 => "SUCCESS",
-        0x0001 => "FALLBACK",
-        0x0101 => "INVALID_ID",
-        0x0102 => "INVALID_SIZE",
-        0x0103 => "INVALID_POINTER",
-        0x0104 => "INVALID_PROTOBUF",
-        0x0105 => "INVALID_MODEL",
-        0x0106 => "INVALID_BACKEND",
-        0x0107 => "INVALID_GRAPH",
-        0x0108 => "INVALID_EVENT",
-        0x0109 => "INVALID_STATE",
-        0x010A => "INVALID_NAME",
-        0x010B => "INVALID_SHAPE",
-        0x010C => "INVALID_DATATYPE",
-        0x010D => "INVALID_MEMORY_TYPE",
-        0x010E => "INVALID_MEMORY_LOCATION",
-        0x010F => "INVALID_FENCE_TYPE",
-        0x0110 => "INVALID_PROPERTY",
-        0x0201 => "UNSUPPORTED_TAG",
-        0x0202 => "UNSUPPORTED_VERSION",
-        0x0203 => "UNSUPPORTED_OPERATOR",
-        0x0204 => "UNSUPPORTED_ATTRIBUTE",
-        0x0205 => "UNSUPPORTED_SHAPE",
-        0x0206 => "UNSUPPORTED_DATATYPE",
-        0x0207 => "UNSUPPORTED_MEMORY_TYPE",
-        0x0208 => "UNSUPPORTED_FENCE_TYPE",
-        0x0209 => "UNSUPPORTED_PROPERTY",
-        0x0301 => "UNIDENTIFIED_NAME",
-        0x0302 => "MISMATCHING_SHAPE",
-        0x0303 => "MISMATCHING_DATATYPE",
-        0x0401 => "NO_SYSTEM_MEMORY",
-        0x0402 => "NO_DEVICE_MEMORY",
-        0x0403 => "NO_SYSTEM_RESOURCES",
-        0x0404 => "NO_DEVICE_RESOURCES",
-        0x0405 => "BACKEND_UNAVAILABLE",
-        0x0406 => "INTERNAL_ERROR",
-        other => return format!("unknown status 0x{other:04x}"),
-    };
-    name.to_string()
+    Status::from_code(code).map_or_else(
+        || format!("unknown status 0x{code:04x}"),
+        |s| s.name().to_string(),
+    )
 }
 
 /// `onnxGetLastErrorMessage(message, *length)`.
@@ -309,7 +257,7 @@ impl Onnxifi {
     /// given.
     pub fn init_backend(&self, id: Handle, threads: Option<usize>) -> Result<Handle, String> {
         let props: Vec<u64> = match threads {
-            Some(n) => vec![PROPERTY_NUM_THREADS, n as u64, 0],
+            Some(n) => vec![ONNXIFI_BACKEND_PROPERTY_NUM_THREADS_RUST, n as u64, 0],
             None => vec![0],
         };
         let mut backend = std::ptr::null_mut();
@@ -369,10 +317,10 @@ impl Onnxifi {
             .iter()
             .zip(&mut shapes)
             .map(|(n, s)| TensorDescriptor {
-                tag: TAG_TENSOR,
+                tag: ONNXIFI_TAG_TENSOR_DESCRIPTOR_V1,
                 name: n.as_ptr(),
-                data_type: 0,
-                memory_type: 0,
+                dataType: 0,
+                memoryType: ONNXIFI_MEMORY_TYPE_CPU,
                 dimensions: CAPACITY as u32,
                 shape: s.as_mut_ptr(),
                 buffer: 0,
@@ -393,7 +341,7 @@ impl Onnxifi {
         Ok(Some(
             outs.iter()
                 .zip(&shapes)
-                .map(|(d, s)| (d.data_type as i32, s[..d.dimensions as usize].to_vec()))
+                .map(|(d, s)| (d.dataType as i32, s[..d.dimensions as usize].to_vec()))
                 .collect(),
         ))
     }
@@ -429,13 +377,13 @@ impl Onnxifi {
         let s = unsafe { (self.init_event)(backend, &mut input_event) };
         self.check(s, SUCCESS, "onnxInitEvent")?;
         let in_fence = MemoryFence {
-            tag: TAG_FENCE,
-            fence_type: 0,
+            tag: ONNXIFI_TAG_MEMORY_FENCE_V1,
+            r#type: ONNXIFI_SYNCHRONIZATION_EVENT,
             event: input_event,
         };
         let mut out_fence = MemoryFence {
-            tag: TAG_FENCE,
-            fence_type: 0,
+            tag: ONNXIFI_TAG_MEMORY_FENCE_V1,
+            r#type: ONNXIFI_SYNCHRONIZATION_EVENT,
             event: std::ptr::null_mut(),
         };
         let start = Instant::now();
@@ -501,10 +449,10 @@ impl Onnxifi {
 /// A descriptor over a tensor's buffer (the tensor must outlive its use).
 fn descriptor(t: &mut HostTensor) -> TensorDescriptor {
     TensorDescriptor {
-        tag: TAG_TENSOR,
+        tag: ONNXIFI_TAG_TENSOR_DESCRIPTOR_V1,
         name: t.name.as_ptr(),
-        data_type: t.elem as u64,
-        memory_type: 0,
+        dataType: t.elem as u64,
+        memoryType: ONNXIFI_MEMORY_TYPE_CPU,
         dimensions: t.shape.len() as u32,
         shape: t.shape.as_ptr(),
         buffer: t.data.as_mut_ptr() as u64,

@@ -1,7 +1,8 @@
 //! `onnxifi-run check`: the IR-spec verdict and the backend's compatibility verdict.
+#![forbid(unsafe_code)]
 
-use crate::model::{display_name, load_model, split_args, Format};
-use crate::CliError;
+use crate::model::{display_name, load_model, Format};
+use crate::{CliError, Flags};
 use onnxifi_rust::check::spec::{check_model_with, Level, Options, RULES};
 use std::process::ExitCode;
 
@@ -10,11 +11,11 @@ use std::process::ExitCode;
 pub fn cmd_check(args: Vec<String>) -> Result<ExitCode, CliError> {
     let mut from = None;
     let mut pedantic = false;
-    let positional = split_args(args, "check", |flag, value| {
+    let positional = Flags::new("check", args).split(|flag, f| {
         match flag {
-            "--from" => from = Some(Format::from_flag(flag, &value()?)?),
+            "--from" => from = Some(Format::from_flag(flag, &f.value(flag)?)?),
             "--pedantic" => pedantic = true,
-            _ => return Err(CliError::usage(format!("check: unknown option {flag:?}"))),
+            _ => return Err(f.unknown(flag, crate::CHECK_USAGE)),
         }
         Ok(())
     })?;

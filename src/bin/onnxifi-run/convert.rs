@@ -1,7 +1,8 @@
 //! `onnxifi-run convert`: binary protobuf <-> ONNX text syntax.
+#![forbid(unsafe_code)]
 
-use crate::model::{display_name, load_model, same_model, split_args, Format};
-use crate::CliError;
+use crate::model::{display_name, load_model, same_model, Format};
+use crate::{CliError, Flags};
 use onnxifi_rust::text;
 use prost::Message;
 use std::io::Write;
@@ -14,11 +15,11 @@ use std::io::Write;
 pub fn cmd_convert(args: Vec<String>) -> Result<(), CliError> {
     let mut from = None;
     let mut to = None;
-    let positional = split_args(args, "convert", |flag, value| {
+    let positional = Flags::new("convert", args).split(|flag, f| {
         match flag {
-            "--from" => from = Some(Format::from_flag(flag, &value()?)?),
-            "--to" => to = Some(Format::from_flag(flag, &value()?)?),
-            _ => return Err(CliError::usage(format!("convert: unknown option {flag:?}"))),
+            "--from" => from = Some(Format::from_flag(flag, &f.value(flag)?)?),
+            "--to" => to = Some(Format::from_flag(flag, &f.value(flag)?)?),
+            _ => return Err(f.unknown(flag, crate::CONVERT_USAGE)),
         }
         Ok(())
     })?;

@@ -1,8 +1,10 @@
 //! `onnxifi-run info`: every `onnxGetBackendInfo` value of every backend the library offers,
 //! then this library's own items (SIMD kernels, default threads, operator table).
+#![forbid(unsafe_code)]
 
 use crate::capi::{Handle, Onnxifi};
 use crate::{CliError, Flags};
+use onnxifi_rust::ffi::types::*;
 use std::path::PathBuf;
 
 /// The text of `onnxifi-run info --help`.
@@ -24,91 +26,152 @@ enum Kind {
 
 /// The standard info items, in the header's order, then this library's.
 const ITEMS: &[(i32, &str, Kind)] = &[
-    (0, "ONNXIFI version", Kind::Number),
-    (1, "name", Kind::Text),
-    (2, "vendor", Kind::Text),
-    (3, "version", Kind::Text),
-    (4, "extensions", Kind::Text),
-    (5, "device", Kind::Text),
     (
-        6,
+        ONNXIFI_BACKEND_ONNXIFI_VERSION,
+        "ONNXIFI version",
+        Kind::Number,
+    ),
+    (ONNXIFI_BACKEND_NAME, "name", Kind::Text),
+    (ONNXIFI_BACKEND_VENDOR, "vendor", Kind::Text),
+    (ONNXIFI_BACKEND_VERSION, "version", Kind::Text),
+    (ONNXIFI_BACKEND_EXTENSIONS, "extensions", Kind::Text),
+    (ONNXIFI_BACKEND_DEVICE, "device", Kind::Text),
+    (
+        ONNXIFI_BACKEND_DEVICE_TYPE,
         "device type",
         Kind::Flags(&[
-            (1, "NPU"),
-            (2, "DSP"),
-            (4, "GPU"),
-            (8, "CPU"),
-            (16, "FPGA"),
-            (32, "HETEROGENEOUS"),
+            (ONNXIFI_DEVICE_TYPE_NPU, "NPU"),
+            (ONNXIFI_DEVICE_TYPE_DSP, "DSP"),
+            (ONNXIFI_DEVICE_TYPE_GPU, "GPU"),
+            (ONNXIFI_DEVICE_TYPE_CPU, "CPU"),
+            (ONNXIFI_DEVICE_TYPE_FPGA, "FPGA"),
+            (ONNXIFI_DEVICE_TYPE_HETEROGENEOUS, "HETEROGENEOUS"),
         ]),
     ),
-    (7, "ONNX IR versions", Kind::Text),
-    (8, "opset versions", Kind::Text),
     (
-        10,
+        ONNXIFI_BACKEND_ONNX_IR_VERSION,
+        "ONNX IR versions",
+        Kind::Text,
+    ),
+    (ONNXIFI_BACKEND_OPSET_VERSION, "opset versions", Kind::Text),
+    (
+        ONNXIFI_BACKEND_CAPABILITIES,
         "capabilities",
         Kind::Flags(&[
-            (1, "THREAD_SAFE"),
-            (2, "SYMBOLIC_BATCH_SIZE"),
-            (4, "SYMBOLIC_SIZE_TENSORS"),
-            (8, "VARIABLE_BATCH_SIZE"),
-            (16, "VARIABLE_SIZE_OUTPUTS"),
-            (32, "HOT_PLUGGABLE"),
+            (ONNXIFI_CAPABILITY_THREAD_SAFE, "THREAD_SAFE"),
+            (
+                ONNXIFI_CAPABILITY_SYMBOLIC_BATCH_SIZE,
+                "SYMBOLIC_BATCH_SIZE",
+            ),
+            (
+                ONNXIFI_CAPABILITY_SYMBOLIC_SIZE_TENSORS,
+                "SYMBOLIC_SIZE_TENSORS",
+            ),
+            (
+                ONNXIFI_CAPABILITY_VARIABLE_BATCH_SIZE,
+                "VARIABLE_BATCH_SIZE",
+            ),
+            (
+                ONNXIFI_CAPABILITY_VARIABLE_SIZE_OUTPUTS,
+                "VARIABLE_SIZE_OUTPUTS",
+            ),
+            (ONNXIFI_CAPABILITY_HOT_PLUGGABLE, "HOT_PLUGGABLE"),
         ]),
     ),
-    (11, "init properties", Kind::Number),
     (
-        12,
+        ONNXIFI_BACKEND_INIT_PROPERTIES,
+        "init properties",
+        Kind::Number,
+    ),
+    (
+        ONNXIFI_BACKEND_MEMORY_TYPES,
         "memory types",
         Kind::Flags(&[
-            (0, "CPU"),
-            (1, "CUDA_BUFFER"),
-            (2, "OPENCL_BUFFER"),
-            (4, "OPENGLES_TEXTURE_2D"),
-            (8, "D3D_RESOURCE"),
+            (ONNXIFI_MEMORY_TYPE_CPU, "CPU"),
+            (ONNXIFI_MEMORY_TYPE_CUDA_BUFFER, "CUDA_BUFFER"),
+            (ONNXIFI_MEMORY_TYPE_OPENCL_BUFFER, "OPENCL_BUFFER"),
+            (
+                ONNXIFI_MEMORY_TYPE_OPENGLES_TEXTURE_2D,
+                "OPENGLES_TEXTURE_2D",
+            ),
+            (ONNXIFI_MEMORY_TYPE_D3D_RESOURCE, "D3D_RESOURCE"),
         ]),
     ),
-    (13, "graph init properties", Kind::Number),
     (
-        14,
-        "synchronization types",
-        Kind::Flags(&[(0, "EVENT"), (2, "IMPLICIT")]),
+        ONNXIFI_BACKEND_GRAPH_INIT_PROPERTIES,
+        "graph init properties",
+        Kind::Number,
     ),
-    (20, "memory size (bytes)", Kind::Number),
-    (21, "max graph size (bytes)", Kind::Number),
-    (22, "max graph count", Kind::Number),
-    (30, "peak fp32 MACs/s", Kind::Number),
-    (31, "peak fp16 MACs/s", Kind::Number),
-    (35, "memory bandwidth (bytes/s)", Kind::Number),
-    (36, "CPU memory read bandwidth", Kind::Number),
-    (37, "CPU memory write bandwidth", Kind::Number),
-    (40, "PCI bus ID", Kind::Bytes),
-    (41, "PCI device ID", Kind::Bytes),
-    (42, "PCI domain ID", Kind::Bytes),
-    (0x5253_0001, "SIMD kernels", Kind::Text),
-    (0x5253_0004, "default threads", Kind::Number),
+    (
+        ONNXIFI_BACKEND_SYNCHRONIZATION_TYPES,
+        "synchronization types",
+        Kind::Flags(&[
+            (ONNXIFI_SYNCHRONIZATION_EVENT, "EVENT"),
+            (ONNXIFI_SYNCHRONIZATION_IMPLICIT, "IMPLICIT"),
+        ]),
+    ),
+    (
+        ONNXIFI_BACKEND_MEMORY_SIZE,
+        "memory size (bytes)",
+        Kind::Number,
+    ),
+    (
+        ONNXIFI_BACKEND_MAX_GRAPH_SIZE,
+        "max graph size (bytes)",
+        Kind::Number,
+    ),
+    (
+        ONNXIFI_BACKEND_MAX_GRAPH_COUNT,
+        "max graph count",
+        Kind::Number,
+    ),
+    (ONNXIFI_BACKEND_MACS_FP32, "peak fp32 MACs/s", Kind::Number),
+    (ONNXIFI_BACKEND_MACS_FP16, "peak fp16 MACs/s", Kind::Number),
+    (
+        ONNXIFI_BACKEND_MEMORY_BANDWIDTH,
+        "memory bandwidth (bytes/s)",
+        Kind::Number,
+    ),
+    (
+        ONNXIFI_BACKEND_CPU_MEMORY_READ_BANDWIDTH,
+        "CPU memory read bandwidth",
+        Kind::Number,
+    ),
+    (
+        ONNXIFI_BACKEND_CPU_MEMORY_WRITE_BANDWIDTH,
+        "CPU memory write bandwidth",
+        Kind::Number,
+    ),
+    (ONNXIFI_BACKEND_PCI_BUS_ID, "PCI bus ID", Kind::Bytes),
+    (ONNXIFI_BACKEND_PCI_DEVICE_ID, "PCI device ID", Kind::Bytes),
+    (ONNXIFI_BACKEND_PCI_DOMAIN_ID, "PCI domain ID", Kind::Bytes),
+    (ONNXIFI_BACKEND_SIMD_RUST, "SIMD kernels", Kind::Text),
+    (
+        ONNXIFI_BACKEND_NUM_THREADS_RUST,
+        "default threads",
+        Kind::Number,
+    ),
 ];
-
-/// `ONNXIFI_BACKEND_OPERATORS_RUST`.
-const OPERATORS: i32 = 0x5253_0002;
 
 /// `onnxifi-run info`.
 pub fn cmd_info(lib: Option<PathBuf>, args: Vec<String>) -> Result<(), CliError> {
-    let mut f = Flags::new("info", args);
-    let mut operators = false;
-    while let Some(a) = f.next_arg() {
-        match a.as_str() {
-            "--help" | "-h" => {
-                out!("{USAGE}");
-                return Ok(());
-            }
+    let (mut operators, mut help) = (false, false);
+    let positional = Flags::new("info", args).split(|flag, f| {
+        match flag {
+            "--help" | "-h" => help = true,
             "--operators" => operators = true,
-            _ => {
-                return Err(CliError::usage(format!(
-                    "info: unexpected argument {a:?}\n{USAGE}"
-                )))
-            }
+            _ => return Err(f.unknown(flag, USAGE)),
         }
+        Ok(())
+    })?;
+    if help {
+        out!("{USAGE}");
+        return Ok(());
+    }
+    if let Some(a) = positional.first() {
+        return Err(CliError::usage(format!(
+            "info: unexpected argument {a:?}\n{USAGE}"
+        )));
     }
     let api = Onnxifi::load(&crate::capi::library_path(lib)).map_err(CliError::failed)?;
     let ids = api.backend_ids().map_err(CliError::failed)?;
@@ -126,7 +189,7 @@ fn print_backend(api: &Onnxifi, id: Handle, operators: bool) -> Result<(), Strin
         let value = match kind {
             Kind::Text => api.info_string(id, *info),
             Kind::Number => api.info_u64(id, *info).map(|v| match *info {
-                0 => format!("{}.{}", v >> 32, v & 0xFFFF_FFFF),
+                ONNXIFI_BACKEND_ONNXIFI_VERSION => format!("{}.{}", v >> 32, v & 0xFFFF_FFFF),
                 _ if v == u64::MAX => "unlimited".into(),
                 _ => v.to_string(),
             }),
@@ -155,7 +218,7 @@ fn print_backend(api: &Onnxifi, id: Handle, operators: bool) -> Result<(), Strin
         out!("  {label:<28} {shown}");
     }
     if operators {
-        let table = api.info_string(id, OPERATORS)?;
+        let table = api.info_string(id, ONNXIFI_BACKEND_OPERATORS_RUST)?;
         out!("  operators ({}):", table.lines().count());
         for line in table.lines() {
             out!("    {line}");

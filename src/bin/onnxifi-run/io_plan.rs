@@ -1,6 +1,7 @@
 //! From a model and the command line to the tensors of a run: the graph inputs to feed (from
 //! files, ONNX test data or generated), symbolic dimensions bound by `--dim` or by the files,
 //! and the output buffers sized by the library's shape inference.
+#![forbid(unsafe_code)]
 
 use crate::capi::{Handle, Onnxifi};
 use crate::model::{load_model, Format};

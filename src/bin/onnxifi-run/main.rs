@@ -154,7 +154,7 @@ impl Flags {
 
     /// The next flag or positional argument (a `--flag=value` gives `--flag`, its value kept
     /// for [`Flags::value`]).
-    pub fn next_arg(&mut self) -> Option<String> {
+    fn next_arg(&mut self) -> Option<String> {
         self.inline = None;
         let a = self.args.next()?;
         if a.starts_with("--") {
@@ -164,6 +164,32 @@ impl Flags {
             }
         }
         Some(a)
+    }
+
+    /// Reads every argument: `on_flag(flag, self)` for each one starting with `-` (not `-`
+    /// alone, which names stdin or stdout), which takes the flag's value from `self` if it
+    /// has one; returns the other (positional) arguments.
+    pub fn split(
+        mut self,
+        mut on_flag: impl FnMut(&str, &mut Flags) -> Result<(), CliError>,
+    ) -> Result<Vec<String>, CliError> {
+        let mut positional = Vec::new();
+        while let Some(arg) = self.next_arg() {
+            if arg.starts_with('-') && arg != "-" {
+                on_flag(&arg, &mut self)?;
+            } else {
+                positional.push(arg);
+            }
+        }
+        Ok(positional)
+    }
+
+    /// A usage error for an option `command` does not know, with its usage text.
+    pub fn unknown(&self, flag: &str, usage: &str) -> CliError {
+        CliError::usage(format!(
+            "{}: unknown option {flag:?}\n{usage}",
+            self.command
+        ))
     }
 
     /// The value of `flag`.
@@ -197,6 +223,24 @@ impl Flags {
             .ok()
             .filter(|x| x.is_finite() && *x >= 0.0)
             .ok_or_else(|| CliError::usage(format!("{flag} {v:?}: expected a number ≥ 0")))
+    }
+}
+
+/// The single MODEL argument of `command`; a usage error for none or several.
+pub(crate) fn one_model(
+    command: &str,
+    positional: Vec<String>,
+    usage: &str,
+) -> Result<String, CliError> {
+    match <[String; 1]>::try_from(positional) {
+        Ok([model]) => Ok(model),
+        Err(p) if p.is_empty() => Err(CliError::usage(format!(
+            "{command}: no MODEL given\n{usage}"
+        ))),
+        Err(p) => Err(CliError::usage(format!(
+            "{command}: expected one MODEL, got {:?}",
+            p
+        ))),
     }
 }
 

@@ -1,5 +1,6 @@
 //! Model files: the binary and text formats, how a model's format is told, reading and
-//! decoding (or parsing) a model, and the shared `--flag value` splitter.
+//! decoding (or parsing) a model.
+#![forbid(unsafe_code)]
 
 use crate::CliError;
 use onnxifi_rust::model::onnx;
@@ -135,34 +136,4 @@ pub fn load_model(path: &str, from: Option<Format>) -> Result<LoadedModel, CliEr
 /// settles NaN == NaN).
 pub fn same_model(a: &onnx::ModelProto, b: &onnx::ModelProto) -> bool {
     a == b || a.encode_to_vec() == b.encode_to_vec()
-}
-
-/// Splits `--flag=value` / `--flag value` arguments: calls `on_flag(flag, value_source)` for
-/// each argument starting with `--`, and collects the others as positionals.
-pub fn split_args(
-    args: Vec<String>,
-    command: &str,
-    mut on_flag: impl FnMut(&str, &mut dyn FnMut() -> Result<String, CliError>) -> Result<(), CliError>,
-) -> Result<Vec<String>, CliError> {
-    let mut positional = Vec::new();
-    let mut it = args.into_iter();
-    while let Some(a) = it.next() {
-        if a == "-" || !a.starts_with('-') {
-            positional.push(a);
-            continue;
-        }
-        let (flag, inline) = match a.split_once('=') {
-            Some((f, v)) => (f.to_string(), Some(v.to_string())),
-            None => (a.clone(), None),
-        };
-        let mut inline = inline;
-        let mut value = || -> Result<String, CliError> {
-            inline
-                .take()
-                .or_else(|| it.next())
-                .ok_or_else(|| CliError::usage(format!("{command}: {flag} needs a value")))
-        };
-        on_flag(&flag, &mut value)?;
-    }
-    Ok(positional)
 }

@@ -1,11 +1,13 @@
 //! `onnxifi-run run`: one model through the backend's C ABI, its outputs summarised, saved as
 //! `.npy` or compared with ONNX test data.
+#![forbid(unsafe_code)]
 
 use crate::capi::Onnxifi;
 use crate::io_plan::{self, InputSources};
 use crate::model::{display_name, Format};
 use crate::tensor::{self, HostTensor};
 use crate::{CliError, Flags};
+use onnxifi_rust::ffi::types::{ONNXIFI_BACKEND_DEVICE, ONNXIFI_BACKEND_NAME};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -46,7 +48,6 @@ struct RunArgs {
 }
 
 fn parse(args: Vec<String>) -> Result<Option<RunArgs>, CliError> {
-    let mut f = Flags::new("run", args);
     let mut a = RunArgs {
         model: String::new(),
         from: None,
@@ -57,30 +58,28 @@ fn parse(args: Vec<String>) -> Result<Option<RunArgs>, CliError> {
         rtol: 1e-3,
         atol: 1e-7,
     };
-    let mut model = None;
-    while let Some(arg) = f.next_arg() {
-        if a.sources.take_flag(&mut f, &arg)? {
-            continue;
+    let mut help = false;
+    let positional = Flags::new("run", args).split(|flag, f| {
+        if a.sources.take_flag(f, flag)? {
+            return Ok(());
         }
-        match arg.as_str() {
-            "--help" | "-h" => return Ok(None),
-            "--expect" => a.sources.expect = Some(PathBuf::from(f.value(&arg)?)),
-            "--save" => a.save = Some(PathBuf::from(f.value(&arg)?)),
-            "--threads" => a.threads = Some(f.positive(&arg)?),
-            "--repeat" => a.repeat = f.positive(&arg)?,
-            "--rtol" => a.rtol = f.real(&arg)?,
-            "--atol" => a.atol = f.real(&arg)?,
-            "--from" => a.from = Some(Format::from_flag(&arg, &f.value(&arg)?)?),
-            s if s.starts_with('-') && s != "-" => {
-                return Err(CliError::usage(format!(
-                    "run: unknown option {s:?}\n{USAGE}"
-                )))
-            }
-            _ if model.is_none() => model = Some(arg),
-            _ => return Err(CliError::usage(format!("run: unexpected argument {arg:?}"))),
+        match flag {
+            "--help" | "-h" => help = true,
+            "--expect" => a.sources.expect = Some(PathBuf::from(f.value(flag)?)),
+            "--save" => a.save = Some(PathBuf::from(f.value(flag)?)),
+            "--threads" => a.threads = Some(f.positive(flag)?),
+            "--repeat" => a.repeat = f.positive(flag)?,
+            "--rtol" => a.rtol = f.real(flag)?,
+            "--atol" => a.atol = f.real(flag)?,
+            "--from" => a.from = Some(Format::from_flag(flag, &f.value(flag)?)?),
+            _ => return Err(f.unknown(flag, USAGE)),
         }
+        Ok(())
+    })?;
+    if help {
+        return Ok(None);
     }
-    a.model = model.ok_or_else(|| CliError::usage(format!("run: no MODEL given\n{USAGE}")))?;
+    a.model = crate::one_model("run", positional, USAGE)?;
     Ok(Some(a))
 }
 
@@ -136,8 +135,8 @@ fn run_with(
     out!("library: {}", api.path.display());
     out!(
         "backend: {} on {}",
-        api.info_string(id, 1)?,
-        api.info_string(id, 5)?
+        api.info_string(id, ONNXIFI_BACKEND_NAME)?,
+        api.info_string(id, ONNXIFI_BACKEND_DEVICE)?
     );
     out!("model:   {}", display_name(&args.model));
     let backend = api.init_backend(id, args.threads)?;

@@ -1,8 +1,10 @@
 //! Tensors on the CLI's side of the C ABI: ONNX element types, reading inputs (raw bytes,
 //! `.npy`, `.npz`, ONNX `TensorProto` `.pb`), generating them, writing `.npy`, summaries and
 //! comparison with expected outputs.
+#![forbid(unsafe_code)]
 
 use onnxifi_rust::ir::{DataType, Elem, Tensor, TensorData};
+pub use onnxifi_rust::kernels::reference::Rng;
 use onnxifi_rust::model::onnx;
 use prost::Message;
 use std::ffi::CString;
@@ -92,10 +94,7 @@ impl HostTensor {
 
     /// The elements as f64 (`None` for types without numeric values here).
     pub fn values(&self) -> Option<Vec<f64>> {
-        let d = dtype(self.elem).ok()?;
-        let n = count(&self.shape).ok()?;
-        let data = TensorData::from_le_bytes(d, &self.data, n).ok()?;
-        onnxifi_rust::dispatch_stored!(d, T => T::slice(&data).map(|s| s.iter().map(|v| v.to_f64()).collect()), _other => None)
+        values(self.elem, &self.shape, &self.data)
     }
 
     /// `[shape] type` and, for numeric types, min, max, mean and the first values.
@@ -119,6 +118,14 @@ impl HostTensor {
         }
         text
     }
+}
+
+/// The elements of a buffer of `elem` and `shape` as f64 (`None` for types without numeric
+/// values here).
+fn values(elem: i32, shape: &[u64], bytes: &[u8]) -> Option<Vec<f64>> {
+    let d = dtype(elem).ok()?;
+    let data = TensorData::from_le_bytes(d, bytes, count(shape).ok()?).ok()?;
+    onnxifi_rust::dispatch_stored!(d, T => T::slice(&data).map(|s| s.iter().map(|v| v.to_f64()).collect()), _other => None)
 }
 
 fn c_name(name: &str) -> Result<CString, String> {
@@ -330,29 +337,6 @@ pub fn npz_read(bytes: &[u8]) -> Result<Vec<(String, Loaded)>, String> {
 
 // ----------------------------------------------------------------------------- generating
 
-/// A small deterministic generator (xorshift64*), so `--seed N` gives the same inputs on
-/// every machine.
-pub struct Rng(u64);
-
-impl Rng {
-    /// A generator from a seed.
-    pub fn new(seed: u64) -> Rng {
-        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
-    }
-
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    /// Uniform in [0, 1).
-    pub fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
-    }
-}
-
 /// What values an input can be given without a file.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Fill {
@@ -362,8 +346,9 @@ pub enum Fill {
     Below(u64),
 }
 
-/// `count` elements of `elem` filled as `fill` says: from `rng` when given, else the
-/// deterministic sequence `k(i) = (i·37 + 11) mod 101` (reals `k/50 − 1`, integers `k mod n`).
+/// `count` elements of `elem` filled as `fill` says: from `rng` (the library's deterministic
+/// test generator, so `--seed N` gives the same inputs everywhere) when given, else from the
+/// sequence `k(i) = (i·37 + 11) mod 101` (reals `k/50 − 1`, integers `k mod n`).
 pub fn generate(
     elem: i32,
     n: usize,
@@ -372,20 +357,18 @@ pub fn generate(
 ) -> Result<Vec<u8>, String> {
     let d = dtype(elem)?;
     let mut data = TensorData::zeros(d, n).map_err(|e| e.message)?;
-    let mut value = |i: usize| -> f64 {
-        let u = match rng.as_deref_mut() {
-            Some(r) => r.unit(),
-            None => ((i * 37 + 11) % 101) as f64 / 101.0,
+    let seeded = rng.is_some();
+    let mut value = |i: usize| {
+        let k_i = (i * 37 + 11) % 101;
+        // A value in [-1, 1): the generator's, or the fixed sequence's.
+        let unit = match rng.as_deref_mut() {
+            Some(r) => f64::from(r.next_f32()),
+            None => k_i as f64 / 50.0 - 1.0,
         };
         match fill {
-            Fill::Real => match rng {
-                Some(_) => 2.0 * u - 1.0,
-                None => ((i * 37 + 11) % 101) as f64 / 50.0 - 1.0,
-            },
-            Fill::Below(k) => match rng {
-                Some(_) => (u * k as f64).floor(),
-                None => (((i * 37 + 11) % 101) as u64 % k.max(1)) as f64,
-            },
+            Fill::Real => unit,
+            Fill::Below(k) if seeded => ((unit + 1.0) / 2.0 * k as f64).floor().min(k as f64 - 1.0),
+            Fill::Below(k) => (k_i as u64 % k.max(1)) as f64,
         }
     };
     onnxifi_rust::dispatch_stored!(d, T => {
@@ -418,13 +401,7 @@ pub fn compare(got: &HostTensor, want: &Loaded, rtol: f64, atol: f64) -> Result<
             got.shape, want.shape
         ));
     }
-    let expected = HostTensor {
-        name: got.name.clone(),
-        elem: want.elem,
-        shape: want.shape.clone(),
-        data: want.data.clone(),
-    };
-    let (Some(g), Some(w)) = (got.values(), expected.values()) else {
+    let (Some(g), Some(w)) = (got.values(), values(want.elem, &want.shape, &want.data)) else {
         return if got.data == want.data {
             Ok(0.0)
         } else {
