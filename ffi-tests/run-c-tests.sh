@@ -4,6 +4,9 @@
 #   abi_check    official onnx 1.12.0 headers vs include/onnxifi.h: constants, layouts, symbols
 #   header_cxx   include/onnxifi.h compiled and linked as C++
 #   lifecycle    the documented sequence linked with -lonnxifi_rust, plain and under valgrind
+#   stress       eight threads on one backend (ffi-tests/c/stress.c): separate graphs, a shared
+#                graph with onnxSetIOAndRunGraph, many waiters on one event, graphs and input
+#                events released while runs are in flight; plain and under valgrind
 #   loader       the official onnxifi_loader.c loading "libonnxifi.so", with and without
 #                ONNXIFI_ENABLE_EXT
 #   foxi         the foxi-dialect library (scripts/build-foxi.sh, cargo feature `foxi`) through
@@ -123,6 +126,20 @@ lifecycle_valgrind() {
         --show-leak-kinds=definite "$BUILD/lifecycle" "$MODEL" "$EXPECTED" 2 2
 }
 
+build_stress() {
+    "$CC" "${CFLAGS[@]}" -pthread -I"$OURS_INC" -I"$HERE" "$HERE/stress.c" "${LINK[@]}" -lm \
+        -o "$BUILD/stress"
+}
+
+# 3,000 runs per thread in each of the separate and shared phases (about 50,000 checked runs).
+stress() { build_stress && "$BUILD/stress" "$MODEL" "$EXPECTED" 3000 60; }
+
+stress_valgrind() {
+    [ -x "$BUILD/stress" ] || build_stress || return 1
+    valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite \
+        --show-leak-kinds=definite "$BUILD/stress" "$MODEL" "$EXPECTED" 200 60
+}
+
 loader() { # loader [EXT]
     local ext=() name=loader_test
     if [ "${1:-}" = ext ]; then ext=(-DONNXIFI_ENABLE_EXT); name=loader_test_ext; fi
@@ -137,12 +154,14 @@ check exports exports
 check abi_check abi_check
 check header_cxx header_cxx
 check lifecycle lifecycle
+check stress stress
 if [ "${SKIP_VALGRIND:-0}" != 1 ]; then
     if command -v valgrind >/dev/null 2>&1; then
         check lifecycle_valgrind lifecycle_valgrind
+        check stress_valgrind stress_valgrind
     else
         echo "valgrind not installed: run scripts/setup-test-env.sh"
-        failed+=(lifecycle_valgrind)
+        failed+=(lifecycle_valgrind stress_valgrind)
     fi
 fi
 check loader loader

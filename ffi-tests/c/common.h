@@ -174,7 +174,7 @@ static void test_descriptor(onnxTensorDescriptorV1 *d, const char *name, uint32_
  * for each run { init input event -> run -> write the input and signal AFTER the run call
  * returned -> wait -> state -> compare -> release events } -> release graph, backend, IDs.
  */
-static void test_full_sequence(const struct test_api *api, const char *model_path,
+static inline void test_full_sequence(const struct test_api *api, const char *model_path,
                                const float *expected, int runs) {
     size_t n = 0, i, model_size = 0, size;
     onnxBackendID *ids;

@@ -188,9 +188,15 @@ impl Format {
     }
 }
 
-/// 2^e as f32 (exact for the exponents the narrow formats use).
+/// 2^e as f32, built from its bits (exact: 0 below the smallest subnormal, infinity above the
+/// largest finite power).
 fn pow2(e: i32) -> f32 {
-    2f32.powi(e)
+    match e {
+        ..=-150 => 0.0,
+        -149..=-127 => f32::from_bits(1 << (e + 149)),
+        -126..=127 => f32::from_bits(((e + 127) as u32) << 23),
+        _ => f32::INFINITY,
+    }
 }
 
 /// The binary exponent of a positive finite f64 (`floor(log2(a))`, exactly).
@@ -399,6 +405,18 @@ mod tests {
     }
 
     #[test]
+    fn powers_of_two_are_exact_through_the_subnormals() {
+        assert_eq!(pow2(0), 1.0);
+        assert_eq!(pow2(-3), 0.125);
+        assert_eq!(pow2(10), 1024.0);
+        assert_eq!(pow2(127), 1.7014118e38);
+        assert_eq!(pow2(-126), 1.1754944e-38); // f32::MIN_POSITIVE
+        assert_eq!(pow2(-149), 1e-45); // the smallest subnormal
+        assert_eq!(pow2(-150), 0.0);
+        assert_eq!(pow2(128), f32::INFINITY);
+    }
+
+    #[test]
     fn every_finite_pattern_round_trips() {
         for format in [E4M3FN, E4M3FNUZ, E5M2, E5M2FNUZ, E2M1] {
             for bits in all_patterns(format) {
@@ -420,10 +438,10 @@ mod tests {
         assert_eq!(F8E5M2FnUz(0x7f).to_f32(), 57344.0);
         assert_eq!(F4E2M1(0x7).to_f32(), 6.0);
         // Smallest subnormals: 2^-9, 2^-10, 2^-16, 2^-17, 0.5.
-        assert_eq!(F8E4M3Fn(1).to_f32(), 2f32.powi(-9));
-        assert_eq!(F8E4M3FnUz(1).to_f32(), 2f32.powi(-10));
-        assert_eq!(F8E5M2(1).to_f32(), 2f32.powi(-16));
-        assert_eq!(F8E5M2FnUz(1).to_f32(), 2f32.powi(-17));
+        assert_eq!(F8E4M3Fn(1).to_f32(), 0.001953125); // 2^-9
+        assert_eq!(F8E4M3FnUz(1).to_f32(), 0.0009765625); // 2^-10
+        assert_eq!(F8E5M2(1).to_f32(), 1.52587890625e-5); // 2^-16
+        assert_eq!(F8E5M2FnUz(1).to_f32(), 7.62939453125e-6); // 2^-17
         assert_eq!(F4E2M1(1).to_f32(), 0.5);
         assert!(F8E4M3FnUz(0x80).to_f32().is_nan());
         assert_eq!(F8E5M2(0x7c).to_f32(), f32::INFINITY);

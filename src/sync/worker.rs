@@ -206,7 +206,9 @@ mod tests {
         let ready = Arc::new(Event::new());
         ready.signal_success().unwrap();
         let (mut accepted, mut refused) = (0, 0);
-        for _ in 0..2000 {
+        // Miri runs this about 10,000 times slower; a few rounds still interleave there.
+        let rounds = if cfg!(miri) { 20 } else { 2000 };
+        for _ in 0..rounds {
             let q = RunQueue::new(pool.clone());
             let drained = Arc::new(AtomicBool::new(false));
             let late = Arc::new(AtomicBool::new(false));
@@ -246,7 +248,7 @@ mod tests {
                 refused += 1;
             }
         }
-        assert_eq!(accepted + refused, 2000);
+        assert_eq!(accepted + refused, rounds);
         eprintln!("close/submit race: {accepted} accepted before the close, {refused} refused");
     }
 }
