@@ -178,6 +178,47 @@ impl Settings {
 /// `ONNXIFI_BACKEND_PROPERTY_NUM_THREADS_RUST` in the C header).
 pub const NUM_THREADS_PROPERTY: u64 = 0x5255_5354_0001;
 
+/// The most memory one model, plan or value may ask for, read once: the least of the machine's
+/// physical memory, this process's cgroup memory limit (`memory.max`, cgroup v2, or
+/// `memory.limit_in_bytes`, v1) and its address-space limit (`RLIMIT_AS`, from
+/// `/proc/self/limits`); 1 TiB when none is known. Checked before allocating, so a model too
+/// big for the process is refused with NO_SYSTEM_MEMORY instead of failing an allocation.
+pub fn memory_limit() -> u64 {
+    static LIMIT: OnceLock<u64> = OnceLock::new();
+    *LIMIT.get_or_init(|| {
+        let read = |path: &str| std::fs::read_to_string(path).unwrap_or_default();
+        let cgroup = [
+            "/sys/fs/cgroup/memory.max",
+            "/sys/fs/cgroup/memory/memory.limit_in_bytes",
+        ]
+        .iter()
+        .filter_map(|p| read(p).trim().parse::<u64>().ok())
+        .min();
+        let address_space = address_space_limit(&read("/proc/self/limits"));
+        [
+            Some(cpu_info().memory_bytes).filter(|&m| m > 0),
+            cgroup,
+            address_space,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+        .unwrap_or(1 << 40)
+    })
+}
+
+/// The soft "Max address space" limit in a `/proc/self/limits` text, when one is set.
+fn address_space_limit(limits: &str) -> Option<u64> {
+    let line = limits
+        .lines()
+        .find(|l| l.starts_with("Max address space"))?;
+    line["Max address space".len()..]
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
 /// Number of compute threads: `ONNXIFI_RUST_NUM_THREADS` if set to a positive number, else all
 /// cores.
 /// The environment is read once per process.
@@ -237,6 +278,19 @@ impl Backend {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_address_space_limit_is_read_from_proc_limits() {
+        let set = "Limit                     Soft Limit           Hard Limit           Units     \n\
+                   Max stack size            8388608              unlimited            bytes     \n\
+                   Max address space         4294967296           unlimited            bytes     \n";
+        assert_eq!(address_space_limit(set), Some(4 << 30));
+        let unset =
+            "Max address space         unlimited            unlimited            bytes     \n";
+        assert_eq!(address_space_limit(unset), None);
+        assert_eq!(address_space_limit(""), None);
+        assert!(memory_limit() >= 64 << 20);
+    }
 
     #[test]
     fn properties_are_validated() {

@@ -8,7 +8,7 @@ pub mod profile;
 mod run;
 mod weights;
 
-pub use plan::{memory_limit, Plan};
+pub use plan::Plan;
 pub use weights::WeightCache;
 
 use crate::check::compat;

@@ -219,7 +219,7 @@ fn value_bytes(node: &Node, dtype: DataType, shape: &[usize]) -> Result<u64> {
     elements
         .checked_mul(dtype.size().unwrap_or(1))
         .map(|b| b as u64)
-        .filter(|&b| b <= memory_limit())
+        .filter(|&b| b <= crate::backend::memory_limit())
         .ok_or_else(|| {
             Error::new(
                 Status::NoSystemMemory,
@@ -381,7 +381,7 @@ impl Plan {
         }
 
         let peak_bytes = liveness_peak(&steps, &types, graph);
-        if peak_bytes > memory_limit() {
+        if peak_bytes > crate::backend::memory_limit() {
             return Err(Error::new(
                 Status::NoSystemMemory,
                 format!(
@@ -441,14 +441,6 @@ fn liveness_peak(steps: &[Step], types: &[Option<Known>], graph: &Graph) -> u64 
         }
     }
     peak
-}
-
-/// The most memory a plan may ask for: the machine's physical memory (1 TiB if unknown).
-pub fn memory_limit() -> u64 {
-    match crate::backend::cpu_info().memory_bytes {
-        0 => 1 << 40,
-        m => m,
-    }
 }
 
 /// Compares an inferred output type with what the model declared for that value.

@@ -7,6 +7,8 @@ pub mod onnx {
     include!(concat!(env!("OUT_DIR"), "/onnx.rs"));
 }
 
+pub mod wire;
+
 use crate::error::{Error, Result, Status};
 use prost::Message;
 
@@ -20,6 +22,21 @@ pub fn decode(bytes: &[u8]) -> Result<onnx::ModelProto> {
     }
     if bytes.len() > MAX_MODEL_BYTES {
         return Err(Error::new(Status::InvalidSize, "the model exceeds 2 GiB"));
+    }
+    // Decoding cannot fail gracefully on allocation: bound its memory first.
+    if let Some(size) = wire::decoded_size(bytes) {
+        let limit = crate::backend::memory_limit();
+        if size.decoded_bytes > limit {
+            return Err(Error::new(
+                Status::NoSystemMemory,
+                format!(
+                    "decoding the model ({} bytes, {} nodes) could take up to {} bytes, more than the {limit} this process may use",
+                    bytes.len(),
+                    size.nodes,
+                    size.decoded_bytes
+                ),
+            ));
+        }
     }
     onnx::ModelProto::decode(bytes).map_err(|e| {
         Error::new(

@@ -227,7 +227,7 @@ fn plan(ctx: &BuildCtx) -> Result<(MatMulKernel, Vec<usize>)> {
     // Refuse outputs that cannot fit before preparing anything proportional to them.
     let total = crate::ir::numel(&batch).map_err(|e| ctx.err(e.status, e.message))?;
     let out_bytes = (total as u128) * (m.max(1) * n.max(1)) as u128 * 4;
-    if out_bytes > crate::exec::memory_limit() as u128 {
+    if out_bytes > crate::backend::memory_limit() as u128 {
         return Err(ctx.err(
             Status::NoSystemMemory,
             format!("an output of {total} matrices of {m}×{n} does not fit in memory"),
