@@ -34,9 +34,10 @@ bash ffi-tests/run-c-tests.sh
 
 # Hostile models (tests/hostile/README.md): 2,000 hostile variants of the models above through
 # the library in children limited to 4 GiB of address space; any crash or hang fails.
-# TODO: enable once the crashes and hangs it reports today are fixed (Resize, DepthToSpace,
-# Loop scan outputs, RoiAlign, the CLI's output summary):
-# "$ONNXIFI_RUST_PYTHON" scripts/hostile_models.py --jobs 2
+"$ONNXIFI_RUST_PYTHON" scripts/hostile_models.py --jobs 2
+
+# The C lifecycle and stress tests against a nightly AddressSanitizer build of the library.
+bash scripts/sanitize.sh
 
 # The Python package, installed into the venv as a user would (`pip install ./python` builds the
 # library and bundles it), then ONNX's BackendTest and the Session tests against that install.

@@ -4,7 +4,7 @@
 
 use crate::backend::Backend;
 use crate::check;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, Status};
 use crate::exec::Executable;
 use crate::ir::{self, DataType};
 use crate::model;
@@ -105,11 +105,21 @@ pub fn check_compatibility(bytes: &[u8]) -> Result<()> {
             .build()
             .ok()
     });
+    // Callers outside the C ABI (the CLI's `check`) get a panic as INTERNAL_ERROR too.
+    let compile = || {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            compile_executable(bytes, Vec::new()).map(drop)
+        }))
+        .unwrap_or_else(|_| {
+            Err(Error::new(
+                Status::InternalError,
+                "compiling the model panicked (a bug in onnxifi-rust)",
+            ))
+        })
+    };
     match pool {
-        Some(pool) => pool
-            .install(|| compile_executable(bytes, Vec::new()))
-            .map(drop),
-        None => compile_executable(bytes, Vec::new()).map(drop),
+        Some(pool) => pool.install(compile),
+        None => compile(),
     }
 }
 

@@ -169,6 +169,11 @@ impl BuildEnv<'_> {
                 format!("{}: contents missing at run time", node.describe()),
             )
         })?;
+        if !built.kernel.allocates_outputs() {
+            for (dtype, shape) in &built.outputs {
+                value_bytes(node, *dtype, shape)?;
+            }
+        }
         let key = ins
             .iter()
             .enumerate()

@@ -64,20 +64,28 @@ fn nchw(ctx: &BuildCtx) -> Result<([usize; 4], usize)> {
 
 fn build_d2s(ctx: &BuildCtx) -> Result<Built> {
     let ([n, c, h, w], b) = nchw(ctx)?;
-    if c % (b * b) != 0 {
+    let b2 = b
+        .checked_mul(b)
+        .ok_or_else(|| ctx.err(Status::InvalidModel, format!("blocksize {b} is too large")))?;
+    if c % b2 != 0 {
         return Err(ctx.err(
             Status::InvalidModel,
             "channels are not a multiple of blocksize²",
         ));
     }
-    let c2 = c / (b * b);
+    let c2 = c / b2;
     let (view, perm) = match ctx.attr_string("mode", "DCR")?.as_str() {
         "DCR" => (vec![n, b, b, c2, h, w], vec![0, 3, 4, 1, 5, 2]),
         "CRD" => (vec![n, c2, b, b, h, w], vec![0, 1, 4, 2, 5, 3]),
         other => return Err(ctx.err(Status::InvalidModel, format!("mode '{other}'"))),
     };
+    let too_large = || ctx.err(Status::UnsupportedShape, "the output is too large");
+    let (oh, ow) = (
+        h.checked_mul(b).ok_or_else(too_large)?,
+        w.checked_mul(b).ok_or_else(too_large)?,
+    );
     Ok(Built {
-        outputs: vec![(ctx.input(0)?.dtype, vec![n, c2, h * b, w * b])],
+        outputs: vec![(ctx.input(0)?.dtype, vec![n, c2, oh, ow])],
         kernel: Box::new(ViewTranspose { view, perm }),
     })
 }
@@ -90,6 +98,10 @@ fn build_s2d(ctx: &BuildCtx) -> Result<Built> {
             "spatial size is not a multiple of blocksize",
         ));
     }
+    let oc = b
+        .checked_mul(b)
+        .and_then(|b2| b2.checked_mul(c))
+        .ok_or_else(|| ctx.err(Status::UnsupportedShape, "the output is too large"))?;
     // DCR puts the block offset before the channel, CRD after it.
     let perm = match ctx.attr_string("mode", "DCR")?.as_str() {
         "DCR" => vec![0, 3, 5, 1, 2, 4],
@@ -97,7 +109,7 @@ fn build_s2d(ctx: &BuildCtx) -> Result<Built> {
         other => return Err(ctx.err(Status::InvalidModel, format!("mode '{other}'"))),
     };
     Ok(Built {
-        outputs: vec![(ctx.input(0)?.dtype, vec![n, c * b * b, h / b, w / b])],
+        outputs: vec![(ctx.input(0)?.dtype, vec![n, oc, h / b, w / b])],
         kernel: Box::new(ViewTranspose {
             view: vec![n, c, h / b, b, w / b, b],
             perm,

@@ -3,7 +3,7 @@
 //! new loop-carried values and per-iteration scan outputs, which are stacked along a new first
 //! axis. The body is compiled once per graph; captured outer values are implicit inputs.
 
-use super::subgraph::{stack, Body};
+use super::subgraph::{stack, Body, ScanBudget};
 use super::util::BuildCtx;
 use super::{Built, Kernel, OpDef};
 use crate::error::{Error, Result, Status};
@@ -66,6 +66,7 @@ impl Kernel for LoopKernel {
             })
             .collect::<Result<_>>()?;
         let mut scans: Vec<Vec<Tensor>> = vec![Vec::new(); self.scans.len()];
+        let mut budget = ScanBudget::new();
         let mut i = 0i64;
         while cond && trips.is_none_or(|m| i < m) {
             if i >= MAX_TRIPS {
@@ -90,9 +91,11 @@ impl Kernel for LoopKernel {
                 })?;
             }
             for s in scans.iter_mut() {
-                s.push(out.next().ok_or_else(|| {
+                let part = out.next().ok_or_else(|| {
                     Error::new(Status::InvalidModel, "the body gave too few outputs")
-                })?);
+                })?;
+                budget.keep(&part, i as u64 + 1)?;
+                s.push(part);
             }
             i += 1;
         }

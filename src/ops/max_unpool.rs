@@ -89,7 +89,12 @@ fn build(ctx: &BuildCtx) -> Result<Built> {
     let pads = list("pads", 0, 2 * rank)?;
     let mut inferred = x.shape[..2].to_vec();
     for d in 0..rank {
-        let v = (x.shape[2 + d] as i64 - 1) * strides[d] + kernel[d] - pads[d] - pads[rank + d];
+        let v = (x.shape[2 + d] as i64 - 1)
+            .checked_mul(strides[d])
+            .and_then(|v| v.checked_add(kernel[d]))
+            .and_then(|v| v.checked_sub(pads[d]))
+            .and_then(|v| v.checked_sub(pads[rank + d]))
+            .ok_or_else(|| ctx.err(Status::UnsupportedShape, "the output is too large"))?;
         if v < 0 {
             return Err(ctx.err(Status::InvalidModel, "the pads exceed the output"));
         }
@@ -104,6 +109,8 @@ fn build(ctx: &BuildCtx) -> Result<Built> {
     } else {
         inferred.clone()
     };
+    ctx.check_fits(DataType::F32, &inferred)?;
+    ctx.check_fits(DataType::F32, &shape)?;
     Ok(Built {
         outputs: vec![(DataType::F32, shape.clone())],
         kernel: Box::new(MaxUnpoolKernel { inferred, shape }),

@@ -385,6 +385,8 @@ fn finish(
     if opts.coord == Coord::TfCropAndResize && roi.as_ref().is_some_and(|r| r.len() != 2 * n) {
         return Err(ctx.err(Status::InvalidModel, "roi must hold 2 values per axis"));
     }
+    // The axis plans hold one entry per output index: refuse outputs that cannot exist first.
+    ctx.check_fits(x.dtype, &out)?;
     let mut plans: Vec<Option<AxisPlan>> = (0..rank).map(|_| None).collect();
     for &a in &axes {
         let (r0, r1) = roi_of(a);

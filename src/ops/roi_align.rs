@@ -8,6 +8,10 @@ use super::{Built, Kernel, OpDef, FLOAT};
 use crate::error::{Error, Result, Status};
 use crate::ir::{DataType, Tensor};
 
+/// The most bilinear samples one region of interest may take (channels × bins × grid points):
+/// a few seconds of work. Detection heads take about 10^5 (256 channels × 7×7 bins × 2×2).
+const MAX_SAMPLES_PER_ROI: usize = 1 << 28;
+
 /// The `RoiAlign` operator.
 pub static DEF: OpDef = OpDef {
     op_type: "RoiAlign",
@@ -100,6 +104,7 @@ impl Kernel for RoiAlignKernel {
             let grid_h = if self.sampling_ratio > 0 {
                 self.sampling_ratio
             } else {
+                // Saturating: a NaN or huge extent gives 0 or usize::MAX, refused below.
                 (rh / ph_n as f64).ceil().max(0.0) as usize
             };
             let grid_w = if self.sampling_ratio > 0 {
@@ -107,6 +112,20 @@ impl Kernel for RoiAlignKernel {
             } else {
                 (rw / pw_n as f64).ceil().max(0.0) as usize
             };
+            // A grid that would take hours (an adaptive grid over a huge region, or a huge
+            // sampling_ratio) is refused rather than run.
+            let samples = [grid_h, grid_w, c, ph_n, pw_n]
+                .iter()
+                .try_fold(1usize, |acc, &d| acc.checked_mul(d))
+                .filter(|&v| v <= MAX_SAMPLES_PER_ROI);
+            if samples.is_none() {
+                return Err(Error::new(
+                    Status::UnsupportedShape,
+                    format!(
+                        "region {n} needs a {grid_h}×{grid_w} sampling grid per bin for {c} channels of {ph_n}×{pw_n} bins, more than {MAX_SAMPLES_PER_ROI} samples"
+                    ),
+                ));
+            }
             let count = (grid_h * grid_w).max(1) as f64;
             for ch in 0..c {
                 let plane = &x[(bi as usize * c + ch) * h * w..][..h * w];

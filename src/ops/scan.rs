@@ -2,7 +2,7 @@
 //! (forward or reverse), threading state values; per-iteration scan outputs are stacked along
 //! their output axes (forward or reverse). The body is compiled once per graph.
 
-use super::subgraph::{stack, Body};
+use super::subgraph::{stack, Body, ScanBudget};
 use super::util::BuildCtx;
 use super::{Built, Kernel, OpDef, ANY};
 use crate::error::{Error, Result, Status};
@@ -99,6 +99,7 @@ impl Kernel for ScanKernel {
             ));
         }
         let mut scans: Vec<Vec<Tensor>> = vec![Vec::new(); self.outputs.len()];
+        let mut budget = ScanBudget::new();
         for step in 0..steps {
             let mut formal = states.clone();
             for (t, &(_, reverse)) in seqs.iter().zip(&self.inputs) {
@@ -109,7 +110,9 @@ impl Kernel for ScanKernel {
                 *s = out.next().ok_or_else(missing)?;
             }
             for sc in scans.iter_mut() {
-                sc.push(out.next().ok_or_else(missing)?);
+                let part = out.next().ok_or_else(missing)?;
+                budget.keep(&part, step as u64 + 1)?;
+                sc.push(part);
             }
         }
         let mut results = states;

@@ -68,6 +68,41 @@ impl Body {
     }
 }
 
+/// The bytes held by the per-iteration outputs of a Loop or Scan, bounded by half the memory
+/// limit: stacking them at the end needs as much again.
+pub struct ScanBudget {
+    held: u64,
+    most: u64,
+}
+
+impl Default for ScanBudget {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ScanBudget {
+    /// Nothing held yet.
+    pub fn new() -> Self {
+        ScanBudget {
+            held: 0,
+            most: crate::backend::memory_limit() / 2,
+        }
+    }
+
+    /// Counts `part`, kept after `iterations` iterations; NO_SYSTEM_MEMORY past the bound.
+    pub fn keep(&mut self, part: &Tensor, iterations: u64) -> Result<()> {
+        self.held += (part.len() * part.dtype().size().unwrap_or(1)) as u64;
+        if self.held > self.most {
+            return Err(Error::new(
+                Status::NoSystemMemory,
+                format!("the scan outputs of {iterations} iterations do not fit in memory"),
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// Stacks equally shaped tensors along a new leading axis (`[n, …]`); `n = 0` gives `[0]` of
 /// `dtype`.
 pub fn stack(parts: &[Tensor], dtype: crate::ir::DataType) -> Result<Tensor> {

@@ -121,11 +121,16 @@ impl HostTensor {
 }
 
 /// The elements of a buffer of `elem` and `shape` as f64 (`None` for types without numeric
-/// values here).
+/// values here, or when the copies cannot be allocated).
 fn values(elem: i32, shape: &[u64], bytes: &[u8]) -> Option<Vec<f64>> {
     let d = dtype(elem).ok()?;
     let data = TensorData::from_le_bytes(d, bytes, count(shape).ok()?).ok()?;
-    onnxifi_rust::dispatch_stored!(d, T => T::slice(&data).map(|s| s.iter().map(|v| v.to_f64()).collect()), _other => None)
+    onnxifi_rust::dispatch_stored!(d, T => T::slice(&data).and_then(|s| {
+        let mut out = Vec::new();
+        out.try_reserve_exact(s.len()).ok()?;
+        out.extend(s.iter().map(|v| v.to_f64()));
+        Some(out)
+    }), _other => None)
 }
 
 fn c_name(name: &str) -> Result<CString, String> {
@@ -194,7 +199,7 @@ pub fn pb_read(bytes: &[u8]) -> Result<(Option<String>, Loaded), String> {
     let t = Tensor::from_proto(&proto).map_err(|e| e.message)?;
     let elem = t.dtype().code();
     dtype(elem)?;
-    let mut data = vec![0u8; t.dtype().byte_len(t.data.len()).unwrap_or(0)];
+    let mut data = zeroed_bytes(t.dtype().byte_len(t.data.len()).unwrap_or(0))?;
     t.data.write_le_bytes(&mut data);
     Ok((
         name,
@@ -378,9 +383,18 @@ pub fn generate(
             }
         }
     }, _other => return Err(format!("cannot generate {} values", elem_name(elem))));
-    let mut bytes = vec![0u8; d.byte_len(n).unwrap_or(0)];
+    let mut bytes = zeroed_bytes(d.byte_len(n).unwrap_or(0))?;
     data.write_le_bytes(&mut bytes);
     Ok(bytes)
+}
+
+/// `len` zero bytes, or an error instead of an abort when they cannot be allocated.
+pub fn zeroed_bytes(len: usize) -> Result<Vec<u8>, String> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(len)
+        .map_err(|_| format!("cannot allocate {len} bytes"))?;
+    v.resize(len, 0);
+    Ok(v)
 }
 
 // ----------------------------------------------------------------------------- comparing

@@ -1,0 +1,204 @@
+//! Regression tests for what the hostile-model set (`scripts/hostile_models.py`) and the fuzz
+//! targets found: each model once aborted, panicked or hung the process, and must now be
+//! answered with a clear status, at init or at run time, leaving the executable usable.
+#![forbid(unsafe_code)]
+
+mod common;
+
+use common::{compile, compile_ok, f32t, i64t, run, run_ok};
+use onnxifi_rust::error::{Error, Status};
+
+/// Asserts an error's status and that its message contains `needle`.
+fn assert_refused(result: Result<impl Sized, Error>, status: Status, needle: &str) {
+    let e = match result {
+        Ok(_) => panic!("accepted; expected {status} mentioning {needle:?}"),
+        Err(e) => e,
+    };
+    assert_eq!(e.status, status, "wrong status for: {}", e.message);
+    assert!(
+        e.message.contains(needle),
+        "{:?} lacks {needle:?}",
+        e.message
+    );
+}
+
+#[test]
+fn resize_to_a_huge_size_is_refused_before_its_tables_are_built() {
+    // Once: an abort allocating one table entry per output index (2^40 of them).
+    let sizes = r#"<ir_version: 8, opset_import: ["" : 19]>
+g (float[1,1,2,2] X) => (float[1,1,a,b] Y)
+<int64[4] sizes = {1, 1, 1099511627776, 1099511627776}>
+{ [r] Y = Resize(X, , , sizes) }"#;
+    assert_refused(compile(sizes), Status::UnsupportedShape, "Resize");
+    let scales = r#"<ir_version: 8, opset_import: ["" : 19]>
+g (float[1,1,2,2] X) => (float[1,1,a,b] Y)
+<float[4] scales = {1.0, 1.0, 1e9, 1e9}>
+{ [r] Y = Resize(X, , scales) }"#;
+    assert_refused(
+        compile(scales),
+        Status::NoSystemMemory,
+        "does not fit in memory",
+    );
+}
+
+#[test]
+fn resize_sizes_fed_at_run_time_are_checked_at_run_time() {
+    let text = r#"<ir_version: 8, opset_import: ["" : 19]>
+g (float[1,1,2,2] X, int64[4] S) => (float[1,1,a,b] Y)
+{ [r] Y = Resize(X, , , S) }"#;
+    let exe = compile_ok(text);
+    let x = || f32t(&[1, 1, 2, 2], &[1., 2., 3., 4.]);
+    let huge = i64t(&[4], &[1, 1, 1 << 40, 1 << 40]);
+    assert_refused(
+        run(&exe, vec![x(), huge]),
+        Status::UnsupportedShape,
+        "Resize",
+    );
+    let out = run_ok(&exe, vec![x(), i64t(&[4], &[1, 1, 4, 4])]);
+    assert_eq!(out[0].shape, vec![1, 1, 4, 4]);
+}
+
+#[test]
+fn depth_to_space_with_a_blocksize_whose_square_wraps() {
+    // Once: blocksize² wrapped to 0 and `c % 0` panicked.
+    let text = r#"<ir_version: 8, opset_import: ["" : 13]>
+g (float[1,4,2,2] X) => (float[1,1,4,4] Y)
+{ [d] Y = DepthToSpace <blocksize: int = 4294967296> (X) }"#;
+    assert_refused(compile(text), Status::InvalidModel, "blocksize 4294967296");
+}
+
+#[test]
+fn max_unpool_output_shape_fed_at_run_time_that_cannot_exist() {
+    // Once: the output's element count overflowed to 0 and the kernel indexed past it.
+    let text = r#"<ir_version: 8, opset_import: ["" : 11]>
+g (float[1,1,2,2] X, int64[1,1,2,2] I, int64[4] S) => (float[1,1,a,b] Y)
+{ [u] Y = MaxUnpool <kernel_shape: ints = [2, 2], strides: ints = [2, 2]> (X, I, S) }"#;
+    let exe = compile_ok(text);
+    let x = || f32t(&[1, 1, 2, 2], &[1., 2., 3., 4.]);
+    let i = || i64t(&[1, 1, 2, 2], &[0, 3, 8, 15]);
+    let huge = i64t(&[4], &[1, 1, 1 << 40, 1 << 40]);
+    assert_refused(
+        run(&exe, vec![x(), i(), huge]),
+        Status::UnsupportedShape,
+        "MaxUnpool",
+    );
+    let out = run_ok(&exe, vec![x(), i(), i64t(&[4], &[1, 1, 4, 4])]);
+    assert_eq!(out[0].shape, vec![1, 1, 4, 4]);
+}
+
+#[test]
+fn a_loop_whose_scan_outputs_outgrow_memory_is_stopped() {
+    // Once: 2^31 iterations each stacking float[262144] aborted on an allocation (here while
+    // init folds the all-constant loop). Now the loop stops once its scan outputs pass half the
+    // memory limit. The limit is made small (a 2 GiB address space) by running the CLI in a
+    // shell with `ulimit -v`.
+    let text = r#"<ir_version: 8, opset_import: ["" : 16]>
+g () => (float[n, 262144] Y)
+<int64 M = {2147483648}>
+{ shp = Constant <value = int64[1] {262144}> ()
+  X = ConstantOfShape <value = float[1] {0.5}> (shp)
+  c = Constant <value = bool {1}> ()
+  [loop] Y = Loop (M, c) <body = b (int64 i, bool cin) => (bool cout, float[262144] s) {
+      cout = Identity(cin)
+      s = Identity(X)
+  }> }"#;
+    // The CLI built for this test, and the release library (`cargo build --release`, which
+    // scripts/test.sh runs first) or the one ONNXIFI_RUST_LIB names.
+    let lib = std::env::var_os("ONNXIFI_RUST_LIB").map_or_else(
+        || {
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("target/release/libonnxifi_rust.so")
+        },
+        std::path::PathBuf::from,
+    );
+    assert!(
+        lib.exists(),
+        "{} is missing: run `cargo build --release` first",
+        lib.display()
+    );
+    let dir = std::env::temp_dir().join(format!("onnxifi-hostile-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let model = dir.join("loop.txt");
+    std::fs::write(&model, text).unwrap();
+    let out = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(r#"ulimit -v 2097152 && exec "$0" run "$1""#)
+        .arg(env!("CARGO_BIN_EXE_onnxifi-run"))
+        .arg(&model)
+        .env("ONNXIFI_RUST_LIB", &lib)
+        .env("ONNXIFI_RUST_NUM_THREADS", "1")
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{:?}: {stderr}", out.status);
+    assert!(stderr.contains("NO_SYSTEM_MEMORY"), "{stderr}");
+    assert!(stderr.contains("scan outputs"), "{stderr}");
+}
+
+#[test]
+fn a_loop_with_a_few_scan_outputs_still_runs() {
+    let text = r#"<ir_version: 8, opset_import: ["" : 16]>
+g (int64 M, float[4] X) => (float[n, 4] Y)
+{ c = Constant <value = bool {1}> ()
+  [loop] Y = Loop (M, c) <body = b (int64 i, bool cin) => (bool cout, float[4] s) {
+      cout = Identity(cin)
+      s = Identity(X)
+  }> }"#;
+    let exe = compile_ok(text);
+    let m = onnxifi_rust::ir::Tensor::from_vec(vec![], vec![3i64]).unwrap();
+    let out = run_ok(&exe, vec![m, f32t(&[4], &[1., 2., 3., 4.])]);
+    assert_eq!(out[0].shape, vec![3, 4]);
+}
+
+#[test]
+fn roi_align_with_an_endless_sampling_grid_is_refused() {
+    // Once: a sampling_ratio of 2^40 (or an adaptive grid over a region scaled by 1e30) ran
+    // for ever.
+    let ratio = r#"<ir_version: 8, opset_import: ["" : 16]>
+g (float[1,1,4,4] X, float[1,4] R, int64[1] B) => (float[1,1,1,1] Y)
+{ [roi] Y = RoiAlign <output_height: int = 1, output_width: int = 1, sampling_ratio: int = 1099511627776> (X, R, B) }"#;
+    let scale = r#"<ir_version: 8, opset_import: ["" : 16]>
+g (float[1,1,4,4] X, float[1,4] R, int64[1] B) => (float[1,1,1,1] Y)
+{ [roi] Y = RoiAlign <output_height: int = 1, output_width: int = 1, spatial_scale: float = 1e30> (X, R, B) }"#;
+    for text in [ratio, scale] {
+        let exe = compile_ok(text);
+        let inputs = vec![
+            f32t(
+                &[1, 1, 4, 4],
+                &(0..16).map(|v| v as f32).collect::<Vec<_>>(),
+            ),
+            f32t(&[1, 4], &[0., 0., 3., 3.]),
+            i64t(&[1], &[0]),
+        ];
+        assert_refused(run(&exe, inputs), Status::UnsupportedShape, "sampling grid");
+    }
+}
+
+#[test]
+fn a_model_that_decodes_into_more_memory_than_the_process_has() {
+    // 2^22 empty NodeProtos: 8 MiB on the wire, about 2^22 × 200 bytes decoded. The estimate
+    // must exceed the wire size many times over; past the memory limit it is refused.
+    let mut graph = Vec::new();
+    for _ in 0..(1 << 22) {
+        graph.extend_from_slice(&[0x0a, 0x00]);
+    }
+    let mut bytes = vec![0x3a];
+    let mut len = graph.len();
+    while len >= 0x80 {
+        bytes.push((len as u8) | 0x80);
+        len >>= 7;
+    }
+    bytes.push(len as u8);
+    bytes.extend_from_slice(&graph);
+    let size = onnxifi_rust::model::wire::decoded_size(&bytes).expect("well-formed wire data");
+    assert_eq!(size.nodes, 1 << 22);
+    assert!(size.decoded_bytes > 100 * bytes.len() as u64, "{size:?}");
+    if size.decoded_bytes > onnxifi_rust::backend::memory_limit() {
+        assert_refused(
+            onnxifi_rust::model::decode(&bytes),
+            Status::NoSystemMemory,
+            "decoding the model",
+        );
+    }
+}
