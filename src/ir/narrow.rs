@@ -438,10 +438,10 @@ mod tests {
         assert_eq!(F8E5M2FnUz(0x7f).to_f32(), 57344.0);
         assert_eq!(F4E2M1(0x7).to_f32(), 6.0);
         // Smallest subnormals: 2^-9, 2^-10, 2^-16, 2^-17, 0.5.
-        assert_eq!(F8E4M3Fn(1).to_f32(), 0.001953125); // 2^-9
-        assert_eq!(F8E4M3FnUz(1).to_f32(), 0.0009765625); // 2^-10
-        assert_eq!(F8E5M2(1).to_f32(), 1.52587890625e-5); // 2^-16
-        assert_eq!(F8E5M2FnUz(1).to_f32(), 7.62939453125e-6); // 2^-17
+        assert_eq!(F8E4M3Fn(1).to_f32(), 1.0 / 512.0); // 2^-9
+        assert_eq!(F8E4M3FnUz(1).to_f32(), 1.0 / 1024.0); // 2^-10
+        assert_eq!(F8E5M2(1).to_f32(), 1.0 / 65536.0); // 2^-16
+        assert_eq!(F8E5M2FnUz(1).to_f32(), 1.0 / 131072.0); // 2^-17
         assert_eq!(F4E2M1(1).to_f32(), 0.5);
         assert!(F8E4M3FnUz(0x80).to_f32().is_nan());
         assert_eq!(F8E5M2(0x7c).to_f32(), f32::INFINITY);
