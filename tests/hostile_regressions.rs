@@ -202,3 +202,55 @@ fn a_model_that_decodes_into_more_memory_than_the_process_has() {
         );
     }
 }
+
+#[test]
+fn attention_with_values_shorter_than_keys_is_an_invalid_model() {
+    // Found by the model_bytes fuzz target: V with 8 positions against K's 10 was indexed past
+    // its end (a panic caught as INTERNAL_ERROR).
+    let text = r#"<ir_version: 10, opset_import: ["" : 23]>
+g (float[2,3,4,8] Q, float[2,3,10,8] K, float[2,3,8,8] V) => (float[2,3,4,8] Y)
+{ [att] Y = Attention(Q, K, V) }"#;
+    assert_refused(compile(text), Status::InvalidModel, "do not fit together");
+}
+
+#[test]
+fn grid_sample_at_coordinates_far_outside_the_input() {
+    // Found by the model_bytes fuzz target: the tap index next to a coordinate of 1e30
+    // overflowed i64 (a panic with overflow checks on).
+    for mode in ["linear", "cubic", "nearest"] {
+        for padding in ["zeros", "border", "reflection"] {
+            let text = format!(
+                r#"<ir_version: 8, opset_import: ["" : 16]>
+g (float[1,1,3,2] X, float[1,1,2,2] G) => (float[1,1,1,2] Y)
+{{ [gs] Y = GridSample <mode: string = "{mode}", padding_mode: string = "{padding}"> (X, G) }}"#
+            );
+            let exe = compile_ok(&text);
+            let x = f32t(&[1, 1, 3, 2], &[1., 2., 3., 4., 5., 6.]);
+            let g = f32t(&[1, 1, 2, 2], &[1e30, -1e30, -1e30, 1e30]);
+            let y = run_ok(&exe, vec![x, g]);
+            let y = y[0].as_f32().unwrap();
+            assert!(y.iter().all(|v| v.is_finite()), "{mode}/{padding}: {y:?}");
+            if padding == "zeros" {
+                assert_eq!(y, &[0.0, 0.0], "{mode}: outside is zero padding");
+            }
+        }
+    }
+}
+
+#[test]
+fn resize_with_a_region_of_interest_far_outside_the_input() {
+    // Found by the model_bytes fuzz target: tf_crop_and_resize with an roi of 1e30 overflowed
+    // the first tap index. Every sample lies outside the input: extrapolation_value.
+    let text = r#"<ir_version: 8, opset_import: ["" : 19]>
+g (float[1,1,4,4] X, float[4] R) => (float[1,1,2,2] Y)
+<int64[2] sizes = {2, 2}>
+{ [r] Y = Resize <axes: ints = [2, 3], coordinate_transformation_mode: string = "tf_crop_and_resize", mode: string = "linear", extrapolation_value: float = 7.0> (X, R, , sizes) }"#;
+    let exe = compile_ok(text);
+    let x = f32t(
+        &[1, 1, 4, 4],
+        &(0..16).map(|v| v as f32).collect::<Vec<_>>(),
+    );
+    let roi = f32t(&[4], &[1e30, 1e30, 2e30, 2e30]);
+    let y = run_ok(&exe, vec![x, roi]);
+    assert_eq!(y[0].as_f32().unwrap(), &[7.0; 4]);
+}

@@ -1041,6 +1041,16 @@ fn set_io_descriptor_errors() {
             INVALID_NAME,
         ),
         (
+            // Found by the tensor_descriptors fuzz target: the roles were swapped, so the
+            // backend would have written the caller's input buffer.
+            "an input descriptor naming the output and the output descriptor naming an input",
+            Box::new(|i, o| {
+                i[1].name = c"Y".as_ptr();
+                o.name = c"B".as_ptr();
+            }),
+            INVALID_NAME,
+        ),
+        (
             "wrong shape",
             Box::new(|i, _| i[0].shape = S32.as_ptr()),
             MISMATCHING_SHAPE,

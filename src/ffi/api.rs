@@ -442,17 +442,25 @@ fn bind(g: &Graph, inputs: Vec<Described>, outputs: Vec<Described>) -> Result<Bi
     let exe = &g.exe;
     let mut bound_in: Vec<Option<BoundTensor>> = vec![None; exe.inputs().len()];
     let mut bound_out: Vec<Option<BoundTensor>> = vec![None; exe.outputs().len()];
-    for d in inputs.into_iter().chain(outputs) {
-        let (slot, spec) = if let Some(i) = exe.inputs().iter().position(|s| s.name == d.name) {
-            (&mut bound_in[i], &exe.inputs()[i])
-        } else if let Some(i) = exe.outputs().iter().position(|s| s.name == d.name) {
-            (&mut bound_out[i], &exe.outputs()[i])
+    // An input descriptor binds a graph input and an output descriptor a graph output, never
+    // the other way round: the backend writes only the buffers the caller gave as outputs.
+    let described = inputs
+        .into_iter()
+        .map(|d| (d, true))
+        .chain(outputs.into_iter().map(|d| (d, false)));
+    for (d, is_input) in described {
+        let (specs, bound, kind) = if is_input {
+            (exe.inputs(), &mut bound_in, "input")
         } else {
+            (exe.outputs(), &mut bound_out, "output")
+        };
+        let Some(i) = specs.iter().position(|s| s.name == d.name) else {
             return Err(err(
                 Status::InvalidName,
-                format!("'{}' is not an input or output of the graph", d.name),
+                format!("'{}' is not an {kind} of the graph", d.name),
             ));
         };
+        let (slot, spec) = (&mut bound[i], &specs[i]);
         if slot.is_some() {
             return Err(err(
                 Status::InvalidName,

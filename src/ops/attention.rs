@@ -300,7 +300,14 @@ fn build(ctx: &BuildCtx) -> Result<Built> {
     } else {
         k.shape[3]
     };
-    if k_head != head || kv_heads == 0 || q_heads % kv_heads != 0 || k.shape[0] != batch {
+    // V has K's batch, heads and sequence length (its head size may differ).
+    let v_fits = if three_d {
+        v.shape[..2] == k.shape[..2]
+    } else {
+        v.shape[..3] == k.shape[..3]
+    };
+    if k_head != head || kv_heads == 0 || q_heads % kv_heads != 0 || k.shape[0] != batch || !v_fits
+    {
         return Err(bad(format!(
             "Q {:?}, K {:?}, V {:?} do not fit together",
             q.shape, k.shape, v.shape

@@ -96,6 +96,9 @@ impl GridSampleKernel {
     /// The index of tap `i` along dimension `d` after padding, or `None` for a zero.
     fn index(&self, d: usize, i: i64) -> Option<usize> {
         let n = self.dims[d] as i64;
+        if n == 0 {
+            return None;
+        }
         match self.padding {
             Padding::Zeros => (0..n).contains(&i).then_some(i as usize),
             Padding::Border => Some(i.clamp(0, n - 1) as usize),
@@ -117,16 +120,20 @@ impl GridSampleKernel {
                     Mode::Linear => {
                         let f = x.floor();
                         let t = x - f;
+                        // Saturating: a coordinate far outside (1e30) must not overflow.
                         vec![
                             (self.index(d, f as i64), 1.0 - t),
-                            (self.index(d, f as i64 + 1), t),
+                            (self.index(d, (f as i64).saturating_add(1)), t),
                         ]
                     }
                     Mode::Cubic => {
                         let f = x.floor();
                         let c = cubic(x - f);
                         (0..4)
-                            .map(|j| (self.index(d, f as i64 - 1 + j as i64), c[j]))
+                            .map(|j| {
+                                let i = (f as i64).saturating_add(j as i64 - 1);
+                                (self.index(d, i), c[j])
+                            })
                             .collect()
                     }
                 }

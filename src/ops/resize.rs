@@ -195,8 +195,10 @@ fn plan_axis(
         let ratio = x - base;
         let mut c = coeffs(opts, ratio, scale);
         let n = c.len();
-        let start = base as i64 - (n as i64 / 2) + 1;
-        let idx: Vec<i64> = (0..n as i64).map(|k| start + k).collect();
+        // Saturating: a region of interest far outside the input (1e30) must not overflow;
+        // the taps are clamped into the input below anyway.
+        let start = (base as i64).saturating_sub(n as i64 / 2 - 1);
+        let idx: Vec<i64> = (0..n as i64).map(|k| start.saturating_add(k)).collect();
         if opts.exclude_outside {
             for (w, &i) in c.iter_mut().zip(&idx) {
                 if i < 0 || i >= in_len as i64 {
