@@ -10,7 +10,7 @@
 # scripts/test.sh generates; parse_text: tests/text_corpus), runs one fuzzer process (ASan,
 # release build with debug assertions: cargo-fuzz's defaults) and prints its final
 # statistics (executions, exec/s). Exits non-zero when a target crashed, printing the
-# artifact path; replay one with `cargo +nightly fuzz run TARGET ARTIFACT`.
+# artifact path; replay one with `cargo +NIGHTLY fuzz run TARGET ARTIFACT`.
 # A timeout (a run over 10 s) counts as a crash.
 #
 # Environment: FUZZ_ARGS adds libFuzzer flags (e.g. FUZZ_ARGS=-seed=1);
@@ -33,8 +33,10 @@ case $seconds in '' | *[!0-9]*) usage ;; esac
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 
-if ! rustup run nightly rustc --version >/dev/null 2>&1; then
-  rustup toolchain install nightly --profile minimal
+# The nightly of scripts/sanitize.sh and scripts/miri.sh (pinned so CI cannot drift).
+NIGHTLY="${ONNXIFI_RUST_NIGHTLY:-nightly-2026-05-20}"
+if ! rustup run "$NIGHTLY" rustc --version >/dev/null 2>&1; then
+  rustup toolchain install "$NIGHTLY" --profile minimal
 fi
 if ! cargo fuzz --version 2>/dev/null | grep -q " $CARGO_FUZZ_VERSION\$"; then
   cargo install cargo-fuzz --version "$CARGO_FUZZ_VERSION" --locked
@@ -100,9 +102,9 @@ run_one() {
   mapfile -t dirs < <(seeds "$t")
   # Built by cargo-fuzz (ASan, release with debug assertions) and run directly: after a crash
   # `cargo fuzz run` reruns the input to print it, which never ends for a timeout.
-  cargo +nightly fuzz build "$t"
+  cargo "+$NIGHTLY" fuzz build "$t"
   local bin
-  bin="fuzz/target/$(rustc +nightly -vV | sed -n 's/^host: //p')/release/$t"
+  bin="fuzz/target/$(rustc "+$NIGHTLY" -vV | sed -n 's/^host: //p')/release/$t"
   echo "== fuzzing $t for ${seconds}s (log: $log)"
   status=0
   # shellcheck disable=SC2086 # FUZZ_ARGS is a list of flags
@@ -116,7 +118,7 @@ run_one() {
     grep -E -A4 'panicked at|ERROR: (AddressSanitizer|LeakSanitizer|libFuzzer)|^SUMMARY:' "$log" |
       head -n 40 || true
     grep -Eo 'Test unit written to [^ ]+' "$log" | sed "s/^Test unit written to /$t: CRASH: /" || true
-    echo "$t: replay with: $bin ARTIFACT (or cargo +nightly fuzz run $t ARTIFACT)" >&2
+    echo "$t: replay with: $bin ARTIFACT (or cargo +$NIGHTLY fuzz run $t ARTIFACT)" >&2
     echo "$t: FAILED (exit $status); full log: $log" >&2
   fi
   return "$status"

@@ -39,6 +39,10 @@ bash ffi-tests/run-c-tests.sh
 # The C lifecycle and stress tests against a nightly AddressSanitizer build of the library.
 bash scripts/sanitize.sh
 
+# Every fuzz target (model bytes, text, descriptors and fences, API call sequences) for a
+# bounded 60 s each, seeded from the node-test models; a crash fails with its artifact.
+bash scripts/fuzz.sh all 60
+
 # The Python package, installed into the venv as a user would (`pip install ./python` builds the
 # library and bundles it), then ONNX's BackendTest and the Session tests against that install.
 "$ONNXIFI_RUST_PYTHON" -m pip install --quiet --disable-pip-version-check ./python
