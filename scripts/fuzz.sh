@@ -15,7 +15,7 @@
 #
 # Environment: FUZZ_ARGS adds libFuzzer flags (e.g. FUZZ_ARGS=-seed=1);
 # FUZZ_KEEP_KNOWN_CRASHES=1 makes the targets stop skipping the library bugs they already found
-# (listed in fuzz/fuzz_targets/model_bytes.rs and tensor_descriptors.rs).
+# (listed in fuzz/fuzz_targets/model_bytes.rs).
 set -euo pipefail
 
 CARGO_FUZZ_VERSION=0.13.2
