@@ -254,3 +254,33 @@ g (float[1,1,4,4] X, float[4] R) => (float[1,1,2,2] Y)
     let y = run_ok(&exe, vec![x, roi]);
     assert_eq!(y[0].as_f32().unwrap(), &[7.0; 4]);
 }
+
+#[test]
+fn split_of_a_scalar_is_an_invalid_model() {
+    // Found by the model_bytes fuzz target: axis 0 of a rank-0 input indexed an empty shape.
+    let text = r#"<ir_version: 8, opset_import: ["" : 13]>
+g (float X) => (float A, float B)
+{ [s] A, B = Split(X) }"#;
+    assert_refused(compile(text), Status::InvalidModel, "cannot split a scalar");
+}
+
+#[test]
+fn mat_mul_with_an_empty_side_gives_an_empty_product() {
+    // Found by the model_bytes fuzz target: M = 0 made the per-batch chunk size 0 (a panic).
+    let text = r#"<ir_version: 8, opset_import: ["" : 13]>
+g (float[2,M,3] A, float[2,3,4] B) => (float[2,M,4] Y)
+{ [mm] Y = MatMul(A, B) }"#;
+    let exe = compile_ok(text);
+    let out = run_ok(
+        &exe,
+        vec![f32t(&[2, 0, 3], &[]), f32t(&[2, 3, 4], &[1.0; 24])],
+    );
+    assert_eq!(out[0].shape, vec![2, 0, 4]);
+    // K = 0: every element is an empty sum.
+    let text = r#"<ir_version: 8, opset_import: ["" : 13]>
+g (float[2,K] A, float[K,3] B) => (float[2,3] Y)
+{ [mm] Y = MatMul(A, B) }"#;
+    let exe = compile_ok(text);
+    let out = run_ok(&exe, vec![f32t(&[2, 0], &[]), f32t(&[0, 3], &[])]);
+    assert_eq!(out[0].as_f32().unwrap(), &[0.0; 6]);
+}

@@ -125,6 +125,10 @@ impl Kernel for MatMulKernel {
                 &ep,
             );
         };
+        if m * n == 0 {
+            // An empty product (a 0 among M and N) has nothing to write.
+            return Ok(());
+        }
         let y = &mut y[..self.batches.len() * m * n];
         if per_thread {
             y.par_chunks_mut(m * n)

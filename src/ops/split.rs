@@ -58,6 +58,9 @@ fn build(ctx: &BuildCtx) -> Result<Built> {
     }
     let x = ctx.input(0)?;
     let rank = x.shape.len();
+    if rank == 0 {
+        return Err(ctx.err(Status::InvalidModel, "cannot split a scalar"));
+    }
     let axis = ctx.axis(ctx.attr_int("axis", 0)?, rank)?;
     let n_out = ctx.node.outputs.len();
     let len = x.shape[axis];
