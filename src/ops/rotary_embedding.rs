@@ -48,7 +48,12 @@ impl RotaryKernel {
             for t in 0..s {
                 let row = match &pos {
                     Some(p) => {
-                        let r = p[b * s + t];
+                        let r = *p.get(b * s + t).ok_or_else(|| {
+                            Error::new(
+                                Status::InvalidShape,
+                                format!("{} position ids for {} tokens", p.len(), self.batch * s),
+                            )
+                        })?;
                         if r < 0 || r as usize >= rows {
                             return Err(Error::new(
                                 Status::InvalidShape,
@@ -59,7 +64,15 @@ impl RotaryKernel {
                     }
                     None => b * s + t,
                 };
-                let (c_row, s_row) = (&cos[row * half..][..half], &sin[row * half..][..half]);
+                let (Some(c_row), Some(s_row)) = (
+                    cos.get(row * half..(row + 1) * half),
+                    sin.get(row * half..(row + 1) * half),
+                ) else {
+                    return Err(Error::new(
+                        Status::InvalidShape,
+                        format!("row {row} is outside the cos/sin cache of {rows} rows"),
+                    ));
+                };
                 for hh in 0..h {
                     let base = if self.four_d {
                         ((b * h + hh) * s + t) * d
