@@ -4,6 +4,10 @@
 #   scripts/fuzz.sh TARGET SECONDS    one target (parse_text, model_bytes, tensor_descriptors,
 #                                     api_sequence)
 #   scripts/fuzz.sh all SECONDS       every target in turn, SECONDS each
+#   scripts/fuzz.sh ci SECONDS        every target in turn, reproducibly: libFuzzer seed 1, a
+#                                     fixed number of executions per target (ci_runs below),
+#                                     SECONDS at most each, a fresh corpus made of the seeds
+#                                     only (the test command runs this mode)
 #
 # Installs the nightly toolchain and a pinned cargo-fuzz when missing, seeds the corpus
 # (model_bytes: the ONNX backend node test models .testdata/node/*/model.onnx that
@@ -22,7 +26,7 @@ CARGO_FUZZ_VERSION=0.13.2
 TARGETS=(parse_text model_bytes tensor_descriptors api_sequence)
 
 usage() {
-  echo "usage: $0 TARGET|all SECONDS   (targets: ${TARGETS[*]})" >&2
+  echo "usage: $0 TARGET|all|ci SECONDS   (targets: ${TARGETS[*]})" >&2
   exit 2
 }
 [ $# -eq 2 ] || usage
@@ -94,12 +98,31 @@ asan_options() {
   esac
 }
 
+# Executions per target in ci mode: each takes 15–40 s on the 2-core machine of the README
+# (the seeds' own executions count too; model_bytes has about 2,000 seed models).
+ci_runs() {
+  case $1 in
+    parse_text) echo 200000 ;;
+    model_bytes) echo 30000 ;;
+    tensor_descriptors) echo 100000 ;;
+    api_sequence) echo 10000 ;;
+  esac
+}
+
+ci=0
 run_one() {
-  local t=$1 log status
-  mkdir -p "fuzz/corpus/$t" "fuzz/artifacts/$t"
+  local t=$1 log status corpus="fuzz/corpus/$t"
+  mkdir -p "fuzz/artifacts/$t"
   log=$(mktemp "${TMPDIR:-/tmp}/fuzz-$t.XXXXXX.log")
-  local -a dirs
+  local -a dirs ci_flags=()
   mapfile -t dirs < <(seeds "$t")
+  if [ "$ci" = 1 ]; then
+    # A new corpus directory each time, so the run does not depend on what earlier runs on
+    # this machine found.
+    corpus=$(mktemp -d "${TMPDIR:-/tmp}/fuzz-corpus-$t.XXXXXX")
+    ci_flags=(-seed=1 -runs="$(ci_runs "$t")")
+  fi
+  mkdir -p "$corpus"
   # Built by cargo-fuzz (ASan, release with debug assertions) and run directly: after a crash
   # `cargo fuzz run` reruns the input to print it, which never ends for a timeout.
   cargo "+$NIGHTLY" fuzz build "$t"
@@ -110,8 +133,9 @@ run_one() {
   # shellcheck disable=SC2086 # FUZZ_ARGS is a list of flags
   ASAN_OPTIONS=$(asan_options "$t") "$bin" -artifact_prefix="fuzz/artifacts/$t/" \
     -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 -max_len="$(max_len "$t")" \
-    -print_final_stats=1 $(extra_flags "$t") ${FUZZ_ARGS:-} \
-    "fuzz/corpus/$t" "${dirs[@]}" >"$log" 2>&1 || status=$?
+    -print_final_stats=1 $(extra_flags "$t") "${ci_flags[@]}" ${FUZZ_ARGS:-} \
+    "$corpus" "${dirs[@]}" >"$log" 2>&1 || status=$?
+  if [ "$ci" = 1 ]; then rm -rf "$corpus"; fi
   grep -E '^(#[0-9]+ +DONE|Done [0-9]+ runs|stat::(number_of_executed_units|average_exec_per_sec|peak_rss_mb))' "$log" |
     sed "s/^/$t: /" || true
   if [ "$status" -ne 0 ]; then
@@ -124,6 +148,10 @@ run_one() {
   return "$status"
 }
 
+if [ "$target" = ci ]; then
+  ci=1
+  target=all
+fi
 if [ "$target" = all ]; then
   failed=()
   for t in "${TARGETS[@]}"; do
