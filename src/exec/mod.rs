@@ -8,7 +8,7 @@ pub mod profile;
 mod run;
 mod weights;
 
-pub use plan::Plan;
+pub use plan::{fitting_bytes, Plan};
 pub use weights::WeightCache;
 
 use crate::check::compat;

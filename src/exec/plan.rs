@@ -171,7 +171,7 @@ impl BuildEnv<'_> {
         })?;
         if !built.kernel.allocates_outputs() {
             for (dtype, shape) in &built.outputs {
-                value_bytes(node, *dtype, shape)?;
+                fitting_bytes(*dtype, shape).map_err(|e| e.context(node.describe()))?;
             }
         }
         let key = ins
@@ -210,30 +210,28 @@ fn weight_of(graph: &Graph, id: ValueId, constant: Option<&Tensor>) -> Option<Va
     std::ptr::eq(own, constant?).then_some(id)
 }
 
-/// Bytes of a value of `dtype` and `shape`; NO_SYSTEM_MEMORY when it cannot fit in memory.
-fn value_bytes(node: &Node, dtype: DataType, shape: &[usize]) -> Result<u64> {
-    let elements = crate::ir::numel(shape).map_err(|_| {
+/// Bytes of a value of `dtype` and `shape`: UNSUPPORTED_SHAPE when its element count
+/// overflows, NO_SYSTEM_MEMORY when it cannot fit in memory (`backend::memory_limit`). The
+/// planner checks every value with it, and operator builders check the tables and scratch they
+/// size from an output before the planner sees it (`BuildCtx::check_fits`).
+pub fn fitting_bytes(dtype: DataType, shape: &[usize]) -> Result<u64> {
+    let too_many = || {
         Error::new(
             Status::UnsupportedShape,
-            format!(
-                "{}: output shape {shape:?} has too many elements",
-                node.describe()
-            ),
+            format!("an output of shape {shape:?} has too many elements"),
         )
-    })?;
-    elements
+    };
+    let elements = crate::ir::numel(shape).map_err(|_| too_many())?;
+    let bytes = elements
         .checked_mul(dtype.size().unwrap_or(1))
-        .map(|b| b as u64)
-        .filter(|&b| b <= crate::backend::memory_limit())
-        .ok_or_else(|| {
-            Error::new(
-                Status::NoSystemMemory,
-                format!(
-                    "{}: an output of shape {shape:?} does not fit in memory",
-                    node.describe()
-                ),
-            )
-        })
+        .ok_or_else(too_many)? as u64;
+    if bytes > crate::backend::memory_limit() {
+        return Err(Error::new(
+            Status::NoSystemMemory,
+            format!("an output of shape {shape:?} does not fit in memory"),
+        ));
+    }
+    Ok(bytes)
 }
 
 impl Plan {
@@ -307,7 +305,7 @@ impl Plan {
             let sizes_known = !built.kernel.allocates_outputs();
             for (slot, (dtype, shape)) in node.outputs.iter().zip(&built.outputs) {
                 if sizes_known {
-                    value_bytes(node, *dtype, shape)?;
+                    fitting_bytes(*dtype, shape).map_err(|e| e.context(node.describe()))?;
                 }
                 if let Some(id) = slot {
                     if sizes_known {

@@ -139,20 +139,9 @@ impl<'a> BuildCtx<'a> {
     /// count that overflows is UNSUPPORTED_SHAPE), for builders that prepare tables or scratch
     /// proportional to their output before the planner checks the output itself.
     pub fn check_fits(&self, dtype: DataType, shape: &[usize]) -> Result<()> {
-        let elements = crate::ir::numel(shape).map_err(|_| {
-            self.err(
-                Status::UnsupportedShape,
-                format!("an output of shape {shape:?} has too many elements"),
-            )
-        })?;
-        let bytes = (elements as u128) * (dtype.size().unwrap_or(1) as u128);
-        if bytes > u128::from(crate::backend::memory_limit()) {
-            return Err(self.err(
-                Status::NoSystemMemory,
-                format!("an output of shape {shape:?} does not fit in memory"),
-            ));
-        }
-        Ok(())
+        crate::exec::fitting_bytes(dtype, shape)
+            .map(|_| ())
+            .map_err(|e| e.context(self.node.describe()))
     }
 
     /// Input `i`, which must be present.
