@@ -295,25 +295,37 @@ impl Conv2d {
                 im2col_rows(&p)
             };
             // Stride-1 padded convolutions read a zero-padded copy of the input, so that every
-            // im2col row segment is one contiguous copy (no border split per segment).
+            // im2col row segment is one contiguous copy (no border split per segment). Only
+            // when the copy stays near the input's size: pads far wider than the kernel (with a
+            // large vertical stride the output stays small) would make it arbitrarily large.
+            let padded_plane = (p
+                .in_h
+                .saturating_add(p.pad_top)
+                .saturating_add(p.pad_bottom))
+            .saturating_mul(
+                p.in_w
+                    .saturating_add(p.pad_left)
+                    .saturating_add(p.pad_right),
+            );
             let padded = (!pointwise
                 && p.stride_w == 1
                 && p.in_h > 0
                 && p.in_w > 0
-                && p.pad_top + p.pad_left + p.pad_bottom + p.pad_right > 0)
-                .then(|| {
-                    let pp = Conv2dParams {
-                        in_h: p.in_h + p.pad_top + p.pad_bottom,
-                        in_w: p.in_w + p.pad_left + p.pad_right,
-                        pad_top: 0,
-                        pad_left: 0,
-                        pad_bottom: 0,
-                        pad_right: 0,
-                        ..p
-                    };
-                    let rows = im2col_rows(&pp);
-                    Box::new((pp, rows))
-                });
+                && p.pad_top + p.pad_left + p.pad_bottom + p.pad_right > 0
+                && padded_plane <= 4 * (p.in_h * p.in_w).max(1024))
+            .then(|| {
+                let pp = Conv2dParams {
+                    in_h: p.in_h + p.pad_top + p.pad_bottom,
+                    in_w: p.in_w + p.pad_left + p.pad_right,
+                    pad_top: 0,
+                    pad_left: 0,
+                    pad_bottom: 0,
+                    pad_right: 0,
+                    ..p
+                };
+                let rows = im2col_rows(&pp);
+                Box::new((pp, rows))
+            });
             Path::Gemm {
                 pointwise,
                 krows,
@@ -775,9 +787,37 @@ mod tests {
             params(2, 4, 9, 11, 6, (5, 3), (1, 1), [2, 1, 3, 0], (2, 1), 2),
             params(1, 3, 6, 5, 4, (3, 3), (1, 1), [3, 3, 3, 3], (1, 1), 1),
             params(1, 2, 33, 35, 5, (2, 2), (1, 1), [0, 0, 1, 1], (1, 1), 1),
+            // Pads far wider than the input with a vertical stride that keeps the output
+            // small: no zero-padded copy of (2·10⁹ + 8) rows (it aborted on allocation).
+            params(
+                1,
+                2,
+                8,
+                8,
+                2,
+                (3, 3),
+                (1_000_000_000, 1),
+                [1_000_000_000, 0, 1_000_000_000, 0],
+                (1, 1),
+                1,
+            ),
             // Empty input planes with pads: outputs are bias only.
             params(1, 2, 1, 0, 3, (1, 1), (1, 1), [0, 1, 0, 1], (1, 1), 1),
             params(1, 2, 0, 2, 2, (1, 1), (1, 1), [1, 0, 1, 0], (1, 1), 2),
+            // Depthwise with pads far wider than the input and a vertical stride that keeps the
+            // output small: the padded-copy path would need 2^16 rows of 2^21 floats (512 GiB).
+            params(
+                1,
+                2,
+                1 << 16,
+                1,
+                2,
+                (3, 3),
+                (1 << 40, 2),
+                [0, 1 << 20, 0, 1 << 20],
+                (1, 2),
+                2,
+            ),
             // Depthwise: odd sizes, strides 1-3, dilations, asymmetric pads, wide rows.
             params(1, 8, 8, 8, 8, (3, 3), (1, 1), [1, 1, 1, 1], (1, 1), 8),
             params(1, 3, 16, 16, 3, (3, 3), (2, 2), [1, 1, 1, 1], (1, 1), 3),

@@ -36,7 +36,21 @@ pub(super) fn plane(
 /// [`plane`] without the ISA's plane kernel and without the activation.
 fn plane_portable(isa: Isa, p: &Conv2dParams, x: &[f32], w: &[f32], b: f32, out: &mut [f32]) {
     let empty_input = p.in_h == 0 || p.in_w == 0;
-    match (if empty_input { 0 } else { p.stride_w }, p.out_w() > 8) {
+    // The padded-copy paths need rows of about `out_w·S + (kernel_w-1)·dilation_w` floats; with
+    // pads or dilations far wider than the input (the output can still be small) that copy
+    // could be far larger than input and output, so the shifted-rows path takes them.
+    let padded_row = p
+        .out_w()
+        .saturating_add(16)
+        .saturating_mul(p.stride_w)
+        .saturating_add((p.kernel_w - 1).saturating_mul(p.dilation_w))
+        .max(p.pad_left.saturating_add(p.in_w));
+    let stride = if empty_input || padded_row > 2 * p.in_w + 128 {
+        0
+    } else {
+        p.stride_w
+    };
+    match (stride, p.out_w() > 8) {
         (1, true) => simd::vectorize(isa, || depthwise_plane_fast::<1, 16>(p, x, w, b, out)),
         (1, false) => simd::vectorize(isa, || depthwise_plane_fast::<1, 8>(p, x, w, b, out)),
         (2, true) => simd::vectorize(isa, || depthwise_plane_fast::<2, 16>(p, x, w, b, out)),
