@@ -10,8 +10,18 @@
 //! Seed the corpus with the ONNX backend node test models (`scripts/fuzz.sh model_bytes 60`).
 #![no_main]
 
+/// Helpers shared with the other targets (the modules of `common/` this target uses).
+#[path = "common"]
+mod common {
+    pub mod abi;
+    pub mod backend;
+    pub mod descriptor;
+}
+
+use common::abi::{check, event_fence, init_env};
+use common::backend::{new_event, single_thread_backend};
+use common::descriptor::cpu_descriptor;
 use libfuzzer_sys::fuzz_target;
-use onnxifi_rust::error::Status;
 use onnxifi_rust::ffi::api::*;
 use onnxifi_rust::ffi::ext::{onnxGetOutputShapesRUST, onnxSetIOAndRunGraph};
 use onnxifi_rust::ffi::types::*;
@@ -29,29 +39,12 @@ const MAX_OUTPUT_ELEMENTS: usize = 1 << 16;
 /// Longest output rank `onnxGetOutputShapesRUST` may write.
 const SHAPE_CAPACITY: usize = 64;
 
-/// The backend ID and backend, made once (as integers: handles are registry ids).
-static BACKEND: OnceLock<(usize, usize)> = OnceLock::new();
-
-fn check(what: &str, status: onnxStatus) -> onnxStatus {
-    assert!(
-        Status::from_code(status).is_some(),
-        "{what} returned {status:#x}, not an ONNXIFI status"
-    );
-    status
-}
-
+/// The backend ID and backend, made on first use.
 fn backend() -> (onnxBackendID, onnxBackend) {
+    /// Both as integers (handles are registry ids).
+    static BACKEND: OnceLock<(usize, usize)> = OnceLock::new();
     let (id, b) = *BACKEND.get_or_init(|| {
-        let mut id: onnxBackendID = std::ptr::null_mut();
-        let mut n = 1usize;
-        // SAFETY: `id` holds one backend ID and `n` says so.
-        let s = unsafe { onnxGetBackendIDs(&mut id, &mut n) };
-        assert_eq!(s, ONNXIFI_STATUS_SUCCESS);
-        let props = [ONNXIFI_BACKEND_PROPERTY_NUM_THREADS_RUST, 1, 0];
-        let mut b: onnxBackend = std::ptr::null_mut();
-        // SAFETY: a live ID, a terminated property list and a writable out-handle.
-        let s = unsafe { onnxInitBackend(id, props.as_ptr(), &mut b) };
-        assert_eq!(s, ONNXIFI_STATUS_SUCCESS);
+        let (id, b) = single_thread_backend();
         (id as usize, b as usize)
     });
     (id as onnxBackendID, b as onnxBackend)
@@ -61,6 +54,7 @@ fn backend() -> (onnxBackendID, onnxBackend) {
 struct Rng(u64);
 
 impl Rng {
+    /// A generator seeded with a hash of `data`.
     fn seeded(data: &[u8]) -> Rng {
         // FNV-1a over the bytes.
         let mut h = 0xcbf2_9ce4_8422_2325u64;
@@ -70,6 +64,7 @@ impl Rng {
         Rng(h | 1)
     }
 
+    /// The next value (xorshift64).
     fn next(&mut self) -> u64 {
         let mut x = self.0;
         x ^= x << 13;
@@ -91,6 +86,7 @@ impl Rng {
 /// the one this target found (`MatMul` with an empty output matrix) is fixed.
 const KNOWN_EMPTY_TENSOR_CRASHES: [&str; 0] = [];
 
+/// Whether inputs steer around KNOWN_EMPTY_TENSOR_CRASHES (unless `FUZZ_KEEP_KNOWN_CRASHES=1`).
 fn avoid_known_crashes() -> bool {
     static AVOID: OnceLock<bool> = OnceLock::new();
     *AVOID.get_or_init(|| std::env::var_os("FUZZ_KEEP_KNOWN_CRASHES").is_none_or(|v| v != "1"))
@@ -178,7 +174,7 @@ fn fill(dtype: DataType, n: usize, bytes: usize, values: Values, rng: &mut Rng) 
 }
 
 /// One graph input to bind: its name, type, shape and data.
-struct Input {
+struct GraphInput {
     name: CString,
     dtype: DataType,
     shape: Vec<u64>,
@@ -187,7 +183,7 @@ struct Input {
 
 /// The graph inputs the caller binds (declared inputs without an initializer), with shapes
 /// chosen for their symbolic dimensions; `None` when one cannot be made small and valid.
-fn make_inputs(model: &ModelProto, rng: &mut Rng) -> Option<Vec<Input>> {
+fn make_inputs(model: &ModelProto, rng: &mut Rng) -> Option<Vec<GraphInput>> {
     let graph = model.graph.as_ref()?;
     let initialized: Vec<&str> = graph
         .initializer
@@ -229,7 +225,7 @@ fn make_inputs(model: &ModelProto, rng: &mut Rng) -> Option<Vec<Input>> {
         }
         let bytes = dtype.byte_len(n)?;
         let data = fill(dtype, n, bytes, values, rng);
-        inputs.push(Input {
+        inputs.push(GraphInput {
             name: CString::new(name).ok()?,
             dtype,
             shape,
@@ -239,21 +235,14 @@ fn make_inputs(model: &ModelProto, rng: &mut Rng) -> Option<Vec<Input>> {
     Some(inputs)
 }
 
+/// A descriptor of the tensor `name` of `dtype` and `shape` at `buffer` (CPU memory).
 fn descriptor(
     name: &CString,
     dtype: DataType,
     shape: &[u64],
     buffer: u64,
 ) -> onnxTensorDescriptorV1 {
-    onnxTensorDescriptorV1 {
-        tag: ONNXIFI_TAG_TENSOR_DESCRIPTOR_V1,
-        name: name.as_ptr(),
-        dataType: dtype.code() as onnxEnum,
-        memoryType: ONNXIFI_MEMORY_TYPE_CPU,
-        dimensions: shape.len() as u32,
-        shape: shape.as_ptr(),
-        buffer,
-    }
+    cpu_descriptor(name, dtype.code() as onnxEnum, shape, buffer)
 }
 
 /// Sizes the outputs with `onnxGetOutputShapesRUST`, binds and runs once, waits.
@@ -287,13 +276,9 @@ unsafe fn run(graph: onnxGraph, backend: onnxBackend, model: &ModelProto, rng: &
         .iter()
         .zip(&mut out_shapes)
         .map(|(n, s)| onnxTensorDescriptorV1 {
-            tag: ONNXIFI_TAG_TENSOR_DESCRIPTOR_V1,
-            name: n.as_ptr(),
-            dataType: ONNXIFI_DATATYPE_UNDEFINED,
-            memoryType: ONNXIFI_MEMORY_TYPE_CPU,
             dimensions: SHAPE_CAPACITY as u32,
             shape: s.as_mut_ptr(),
-            buffer: 0,
+            ..cpu_descriptor(n, ONNXIFI_DATATYPE_UNDEFINED, &[], 0)
         })
         .collect();
     // SAFETY: live graph; descriptor arrays of the stated lengths whose names are NUL-terminated
@@ -346,11 +331,7 @@ unsafe fn run(graph: onnxGraph, backend: onnxBackend, model: &ModelProto, rng: &
         .zip(&mut outputs)
         .map(|(n, (t, s, b))| descriptor(n, *t, s, b.as_mut_ptr() as u64))
         .collect();
-    let mut out_fence = onnxMemoryFenceV1 {
-        tag: ONNXIFI_TAG_MEMORY_FENCE_V1,
-        r#type: ONNXIFI_SYNCHRONIZATION_EVENT,
-        event: std::ptr::null_mut(),
-    };
+    let mut out_fence = event_fence(std::ptr::null_mut());
     if rng.next().is_multiple_of(2) {
         // SAFETY: live graph; descriptors whose buffers hold the described tensors and stay
         // alive until the graph's binding is dropped (below, before they are freed).
@@ -366,16 +347,8 @@ unsafe fn run(graph: onnxGraph, backend: onnxBackend, model: &ModelProto, rng: &
         if s != ONNXIFI_STATUS_SUCCESS {
             return;
         }
-        let mut ready: onnxEvent = std::ptr::null_mut();
-        // SAFETY: live backend, writable out-handle.
-        check("onnxInitEvent", unsafe {
-            onnxInitEvent(backend, &mut ready)
-        });
-        let in_fence = onnxMemoryFenceV1 {
-            tag: ONNXIFI_TAG_MEMORY_FENCE_V1,
-            r#type: ONNXIFI_SYNCHRONIZATION_EVENT,
-            event: ready,
-        };
+        let ready = new_event(backend);
+        let in_fence = event_fence(ready);
         // SAFETY: a live event.
         assert_eq!(unsafe { onnxSignalEvent(ready) }, ONNXIFI_STATUS_SUCCESS);
         // SAFETY: live graph, readable input fence, writable output fence.
@@ -424,9 +397,7 @@ unsafe fn run(graph: onnxGraph, backend: onnxBackend, model: &ModelProto, rng: &
 
 fuzz_target!(
     init: {
-        // One compute thread per backend, and no logging, before the library reads either.
-        std::env::set_var("ONNXIFI_RUST_NUM_THREADS", "1");
-        std::env::set_var("ONNXIFI_RUST_LOG", "0");
+        init_env();
         backend();
     },
     |data: &[u8]| {

@@ -11,13 +11,24 @@
 //! bytes, which the library must refuse), and every shape pointer has `dimensions` entries.
 #![no_main]
 
+/// Helpers shared with the other targets (the modules of `common/` this target uses).
+#[path = "common"]
+mod common {
+    pub mod abi;
+    pub mod add_model;
+    pub mod backend;
+    pub mod input;
+}
+
+use common::abi::{check, event_fence, init_env};
+use common::add_model::{encode, init_graph, ADD};
+use common::backend::{new_event, single_thread_backend};
+use common::input::Input;
 use libfuzzer_sys::fuzz_target;
-use onnxifi_rust::error::Status;
 use onnxifi_rust::ffi::api::*;
 use onnxifi_rust::ffi::ext::onnxGetOutputShapesRUST;
 use onnxifi_rust::ffi::types::*;
 use onnxifi_rust::ir::DataType;
-use prost::Message;
 use std::os::raw::c_char;
 use std::sync::OnceLock;
 
@@ -26,8 +37,7 @@ const MAX_BUFFER: usize = 1 << 16;
 /// Largest rank given with a non-NULL shape pointer.
 const MAX_GIVEN_RANK: u32 = 200;
 
-const FIXED: &str = r#"<ir_version: 8, opset_import: ["" : 14]>
-fixed (float[2,3] A, float[2,3] B) => (float[2,3] C) { C = Add(A, B) }"#;
+/// The Add model on `float[N,3]` tensors (the one on `float[2,3]` is [`ADD`]).
 const SYMBOLIC: &str = r#"<ir_version: 8, opset_import: ["" : 14]>
 symbolic (float[N,3] A, float[N,3] B) => (float[N,3] C) { C = Add(A, B) }"#;
 
@@ -45,57 +55,22 @@ const NAMES: [&[u8]; 10] = [
     b"AB\0",
 ];
 
+/// The backend and graphs every exec uses, made once.
 struct Setup {
+    /// The backend (as an integer: handles are registry ids).
     backend: usize,
     /// The `float[2,3]` graph, then the `float[N,3]` one.
     graphs: [usize; 2],
+    /// A NUL-terminated name of 5000 bytes.
     long_name: Vec<u8>,
 }
 
-static SETUP: OnceLock<Setup> = OnceLock::new();
-
-fn check(what: &str, status: onnxStatus) -> onnxStatus {
-    assert!(
-        Status::from_code(status).is_some(),
-        "{what} returned {status:#x}, not an ONNXIFI status"
-    );
-    status
-}
-
+/// The backend and graphs, made on first use.
 fn setup() -> &'static Setup {
+    static SETUP: OnceLock<Setup> = OnceLock::new();
     SETUP.get_or_init(|| {
-        let mut id: onnxBackendID = std::ptr::null_mut();
-        let mut n = 1usize;
-        // SAFETY: one writable ID slot and its count.
-        assert_eq!(
-            unsafe { onnxGetBackendIDs(&mut id, &mut n) },
-            ONNXIFI_STATUS_SUCCESS
-        );
-        let props = [ONNXIFI_BACKEND_PROPERTY_NUM_THREADS_RUST, 1, 0];
-        let mut backend: onnxBackend = std::ptr::null_mut();
-        // SAFETY: a live ID, a terminated property list, a writable out-handle.
-        let s = unsafe { onnxInitBackend(id, props.as_ptr(), &mut backend) };
-        assert_eq!(s, ONNXIFI_STATUS_SUCCESS);
-        let graphs = [FIXED, SYMBOLIC].map(|text| {
-            let bytes = onnxifi_rust::text::parse_model(text)
-                .expect("the model text parses")
-                .encode_to_vec();
-            let mut g: onnxGraph = std::ptr::null_mut();
-            // SAFETY: a live backend, the model's bytes, no weights, a writable out-handle.
-            let s = unsafe {
-                onnxInitGraph(
-                    backend,
-                    std::ptr::null(),
-                    bytes.len(),
-                    bytes.as_ptr().cast(),
-                    0,
-                    std::ptr::null(),
-                    &mut g,
-                )
-            };
-            assert_eq!(s, ONNXIFI_STATUS_SUCCESS, "the Add model compiles");
-            g as usize
-        });
+        let (_, backend) = single_thread_backend();
+        let graphs = [ADD, SYMBOLIC].map(|text| init_graph(backend, &encode(text)) as usize);
         let mut long_name = vec![b'A'; 5000];
         long_name.push(0);
         Setup {
@@ -106,37 +81,9 @@ fn setup() -> &'static Setup {
     })
 }
 
-/// Reads the fuzz input front to back; zeros once it is used up.
-struct Input<'a>(&'a [u8]);
-
-impl Input<'_> {
-    fn u8(&mut self) -> u8 {
-        match self.0.split_first() {
-            Some((&b, rest)) => {
-                self.0 = rest;
-                b
-            }
-            None => 0,
-        }
-    }
-    fn u64(&mut self) -> u64 {
-        let mut v = [0u8; 8];
-        for b in &mut v {
-            *b = self.u8();
-        }
-        u64::from_le_bytes(v)
-    }
-    /// True with probability about `k`/16.
-    fn chance(&mut self, k: u8) -> bool {
-        self.u8() % 16 < k
-    }
-    fn pick<T: Copy>(&mut self, table: &[T]) -> T {
-        table[self.u8() as usize % table.len()]
-    }
-}
-
 /// One descriptor with the memory it points to.
 struct Desc {
+    /// The descriptor tag.
     tag: i32,
     /// Index into NAMES, NAMES.len() for the long name, or None for NULL.
     name: Option<usize>,
@@ -149,8 +96,11 @@ struct Desc {
     buffer: Option<Vec<u64>>,
 }
 
+/// Data types other than FLOAT32: known ones, unknown ones and codes over 32 bits.
 const DATA_TYPES: [u64; 12] = [0, 2, 7, 8, 9, 10, 11, 14, 21, 29, 1 << 32 | 1, u64::MAX];
+/// Memory types other than CPU.
 const MEMORY_TYPES: [u64; 7] = [1, 2, 3, 4, 8, 16, 1 << 40];
+/// Dimensions written over a shape's entries: small, huge and overflowing ones.
 const DIMS: [u64; 12] = [
     0,
     1,
@@ -194,17 +144,29 @@ fn buffer_bytes(data_type: u64, shape: &mut Option<Vec<u64>>) -> usize {
     }
 }
 
-fn make_desc(inp: &mut Input, default_name: usize, symbolic: bool) -> Desc {
-    let tag = if inp.chance(15) {
-        ONNXIFI_TAG_TENSOR_DESCRIPTOR_V1
+/// `usual` with probability about `k`/16, else an entry of `others`.
+fn usually<T: Copy>(inp: &mut Input, k: u8, usual: T, others: &[T]) -> T {
+    if inp.chance(k) {
+        usual
     } else {
-        inp.pick(&[
+        inp.pick(others)
+    }
+}
+
+/// A descriptor of input or output `default_name` (an index into NAMES) of the fixed or the
+/// symbolic graph, with fuzzed fields, and its memory.
+fn make_desc(inp: &mut Input, default_name: usize, symbolic: bool) -> Desc {
+    let tag = usually(
+        inp,
+        15,
+        ONNXIFI_TAG_TENSOR_DESCRIPTOR_V1,
+        &[
             0,
             ONNXIFI_TAG_MEMORY_FENCE_V1,
             ONNXIFI_TAG_TENSOR_DESCRIPTOR_V1 + 1,
             -1,
-        ])
-    };
+        ],
+    );
     let name = if inp.chance(13) {
         Some(default_name)
     } else if inp.chance(2) {
@@ -212,16 +174,8 @@ fn make_desc(inp: &mut Input, default_name: usize, symbolic: bool) -> Desc {
     } else {
         Some(inp.u8() as usize % (NAMES.len() + 1))
     };
-    let data_type = if inp.chance(13) {
-        ONNXIFI_DATATYPE_FLOAT32
-    } else {
-        inp.pick(&DATA_TYPES)
-    };
-    let memory_type = if inp.chance(14) {
-        ONNXIFI_MEMORY_TYPE_CPU
-    } else {
-        inp.pick(&MEMORY_TYPES)
-    };
+    let data_type = usually(inp, 13, ONNXIFI_DATATYPE_FLOAT32, &DATA_TYPES);
+    let memory_type = usually(inp, 14, ONNXIFI_MEMORY_TYPE_CPU, &MEMORY_TYPES);
     let first = if symbolic {
         1 + u64::from(inp.u8() % 4)
     } else {
@@ -279,6 +233,7 @@ fn make_desc(inp: &mut Input, default_name: usize, symbolic: bool) -> Desc {
 }
 
 impl Desc {
+    /// The C descriptor (pointing into `self`, NAMES or `long_name`).
     fn raw(&self, long_name: &[u8]) -> onnxTensorDescriptorV1 {
         let name: *const c_char = match self.name {
             Some(i) if i < NAMES.len() => NAMES[i].as_ptr().cast(),
@@ -296,6 +251,7 @@ impl Desc {
         }
     }
 
+    /// The float values the shape describes, read from the buffer (which must be there).
     fn floats(&self) -> Vec<f32> {
         let n: u64 = self.shape.as_deref().unwrap_or(&[]).iter().product();
         let words = self.buffer.as_deref().unwrap_or(&[]);
@@ -326,10 +282,7 @@ fn fence_event(inp: &mut Input, backend: onnxBackend, made: &mut Vec<Made>) -> o
         1 => inp.u64() as usize as onnxEvent,
         2 => backend, // a live handle of another kind
         kind => {
-            let mut e: onnxEvent = std::ptr::null_mut();
-            // SAFETY: a live backend and a writable out-handle.
-            let s = unsafe { onnxInitEvent(backend, &mut e) };
-            assert_eq!(s, ONNXIFI_STATUS_SUCCESS);
+            let e = new_event(backend);
             let mut m = Made {
                 event: e,
                 signalled: false,
@@ -351,26 +304,28 @@ fn fence_event(inp: &mut Input, backend: onnxBackend, made: &mut Vec<Made>) -> o
     }
 }
 
+/// A memory fence on `event` with a fuzzed tag and type.
 fn fence(inp: &mut Input, event: onnxEvent) -> onnxMemoryFenceV1 {
     onnxMemoryFenceV1 {
-        tag: if inp.chance(15) {
-            ONNXIFI_TAG_MEMORY_FENCE_V1
-        } else {
-            inp.pick(&[0, ONNXIFI_TAG_TENSOR_DESCRIPTOR_V1, -1])
-        },
-        r#type: if inp.chance(15) {
-            ONNXIFI_SYNCHRONIZATION_EVENT
-        } else {
-            inp.pick(&[ONNXIFI_SYNCHRONIZATION_IMPLICIT, 1, 4, 1 << 33])
-        },
+        tag: usually(
+            inp,
+            15,
+            ONNXIFI_TAG_MEMORY_FENCE_V1,
+            &[0, ONNXIFI_TAG_TENSOR_DESCRIPTOR_V1, -1],
+        ),
+        r#type: usually(
+            inp,
+            15,
+            ONNXIFI_SYNCHRONIZATION_EVENT,
+            &[ONNXIFI_SYNCHRONIZATION_IMPLICIT, 1, 4, 1 << 33],
+        ),
         event,
     }
 }
 
 fuzz_target!(
     init: {
-        std::env::set_var("ONNXIFI_RUST_NUM_THREADS", "1");
-        std::env::set_var("ONNXIFI_RUST_LOG", "0");
+        init_env();
         setup();
     },
     |data: &[u8]| {
@@ -405,8 +360,8 @@ fuzz_target!(
         }
         let raw: Vec<onnxTensorDescriptorV1> = descs.iter().map(|d| d.raw(&s.long_name)).collect();
         let (ins, outs) = raw.split_at(n_in as usize);
-        let in_ptr = if inp.chance(15) { ins.as_ptr() } else { std::ptr::null() };
-        let out_ptr = if inp.chance(15) { outs.as_ptr() } else { std::ptr::null() };
+        let in_ptr = inp.or_null(15, ins.as_ptr());
+        let out_ptr = inp.or_null(15, outs.as_ptr());
         if inp.chance(2) {
             // Output shapes for these inputs, written into copies with their own shape arrays.
             let mut shapes: Vec<Vec<u64>> = descs[n_in as usize..]
@@ -460,8 +415,8 @@ fuzz_target!(
         let in_fence = fence(&mut inp, in_event);
         let garbage = inp.u64() as usize as onnxEvent;
         let mut out_fence = fence(&mut inp, garbage);
-        let in_fence_ptr: *const onnxMemoryFenceV1 = if inp.chance(15) { &in_fence } else { std::ptr::null() };
-        let out_fence_ptr: *mut onnxMemoryFenceV1 = if inp.chance(15) { &mut out_fence } else { std::ptr::null_mut() };
+        let in_fence_ptr = inp.or_null(15, &in_fence as *const onnxMemoryFenceV1);
+        let out_fence_ptr = inp.or_null_mut(15, &mut out_fence as *mut onnxMemoryFenceV1);
         // SAFETY: a live graph and readable/writable fences (or NULL).
         let ran = check("onnxRunGraph", unsafe { onnxRunGraph(graph, in_fence_ptr, out_fence_ptr) });
         if ran == ONNXIFI_STATUS_SUCCESS {
@@ -512,12 +467,10 @@ fuzz_target!(
     // SAFETY: a live graph; NULL descriptors are refused.
     let s2 = unsafe { onnxSetGraphIO(graph, 0, std::ptr::null(), 0, std::ptr::null()) };
     assert_eq!(s2, ONNXIFI_STATUS_INVALID_POINTER);
-    let mut e: onnxEvent = std::ptr::null_mut();
-    // SAFETY: a live backend and a writable out-handle.
-    assert_eq!(unsafe { onnxInitEvent(backend, &mut e) }, ONNXIFI_STATUS_SUCCESS);
+    let e = new_event(backend);
     // SAFETY: a live event.
     assert_eq!(unsafe { onnxSignalEvent(e) }, ONNXIFI_STATUS_SUCCESS);
-    let f_in = onnxMemoryFenceV1 { tag: ONNXIFI_TAG_MEMORY_FENCE_V1, r#type: ONNXIFI_SYNCHRONIZATION_EVENT, event: e };
+    let f_in = event_fence(e);
     let mut f_out = f_in;
     // SAFETY: a live graph and valid fences.
     let st = unsafe { onnxRunGraph(graph, &f_in, &mut f_out) };
