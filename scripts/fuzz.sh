@@ -123,9 +123,6 @@ run_one() {
     ci_flags=(-seed=1 -runs="$(ci_runs "$t")")
   fi
   mkdir -p "$corpus"
-  # Built by cargo-fuzz (ASan, release with debug assertions) and run directly: after a crash
-  # `cargo fuzz run` reruns the input to print it, which never ends for a timeout.
-  cargo "+$NIGHTLY" fuzz build "$t"
   local bin
   bin="fuzz/target/$(rustc "+$NIGHTLY" -vV | sed -n 's/^host: //p')/release/$t"
   echo "== fuzzing $t for ${seconds}s (log: $log)"
@@ -152,6 +149,15 @@ if [ "$target" = ci ]; then
   ci=1
   target=all
 fi
+# Built by cargo-fuzz (ASan, release with debug assertions), all targets in one build before
+# any runs, and run directly: after a crash `cargo fuzz run` reruns the input to print it, which
+# never ends for a timeout.
+if [ "$target" = all ]; then
+  cargo "+$NIGHTLY" fuzz build
+else
+  printf '%s\n' "${TARGETS[@]}" | grep -qx -- "$target" || usage
+  cargo "+$NIGHTLY" fuzz build "$target"
+fi
 if [ "$target" = all ]; then
   failed=()
   for t in "${TARGETS[@]}"; do
@@ -162,6 +168,5 @@ if [ "$target" = all ]; then
     exit 1
   fi
 else
-  printf '%s\n' "${TARGETS[@]}" | grep -qx -- "$target" || usage
   run_one "$target"
 fi

@@ -1,7 +1,7 @@
 //! Fuzz target: any UTF-8 text must parse to `Ok` or `Err` without panicking, error rendering
 //! must not panic, and a parsed model must read back the same after printing.
 //!
-//! Run with `cargo +nightly fuzz run parse_text fuzz/corpus ../tests/text_corpus`.
+//! Run with `scripts/fuzz.sh parse_text SECONDS` (seeded from tests/text_corpus).
 #![no_main]
 #![forbid(unsafe_code)]
 
