@@ -306,3 +306,222 @@ g (float[1,2,2,4] X, float[4,2] C, float[4,2] S, int64[1,1] P) => (float[1,2,2,4
     ];
     assert_refused(run(&exe, inputs), Status::InvalidShape, "position ids");
 }
+
+/// Compiles each model (ONNX text, opset 1 to 23 as it says) and asserts that it is refused as
+/// an invalid model mentioning `needle`. `BuildCtx::axis` accepts axis 0 of a rank-0 input
+/// (some operators allow an axis on scalars), so every operator whose axis must index the
+/// input's shape refuses scalars itself.
+fn assert_all_invalid(models: &[&str], needle: &str) {
+    for text in models {
+        match compile(text) {
+            Ok(_) => panic!("accepted; expected INVALID_MODEL mentioning {needle:?}\n{text}"),
+            Err(e) => {
+                assert_eq!(e.status, Status::InvalidModel, "{}\n{text}", e.message);
+                assert!(
+                    e.message.contains(needle),
+                    "{:?} lacks {needle:?}",
+                    e.message
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn top_k_of_a_scalar_is_an_invalid_model() {
+    // Once: axis 0 of a rank-0 input indexed an empty shape (a panic).
+    let text = r#"<ir_version: 8, opset_import: ["" : 11]>
+g (float X) => (float V, int64 I)
+<int64[1] k = {0}>
+{ [t] V, I = TopK <axis: int = 0> (X, k) }"#;
+    assert_all_invalid(&[text], "scalar");
+}
+
+#[test]
+fn cum_sum_of_a_scalar_is_an_invalid_model() {
+    // Once: axis 0 of a rank-0 input indexed an empty shape (a panic).
+    let text = r#"<ir_version: 8, opset_import: ["" : 14]>
+g (float X) => (float Y)
+<int64 a = {0}>
+{ [c] Y = CumSum(X, a) }"#;
+    assert_all_invalid(&[text], "scalar");
+}
+
+#[test]
+fn arg_max_and_arg_min_of_a_scalar_are_invalid_models() {
+    // Once: the default axis 0 of a rank-0 input indexed an empty shape (a panic).
+    let max = r#"<ir_version: 8, opset_import: ["" : 13]>
+g (float X) => (int64 Y)
+{ [a] Y = ArgMax(X) }"#;
+    let min = r#"<ir_version: 8, opset_import: ["" : 13]>
+g (float X) => (int64 Y)
+{ [a] Y = ArgMin <keepdims: int = 0> (X) }"#;
+    assert_all_invalid(&[max, min], "scalar");
+}
+
+#[test]
+fn lp_normalization_of_a_scalar_is_an_invalid_model() {
+    // Once: axis 0 of a rank-0 input indexed an empty shape (a panic).
+    let text = r#"<ir_version: 8, opset_import: ["" : 1]>
+g (float X) => (float Y)
+{ [l] Y = LpNormalization <axis: int = 0> (X) }"#;
+    assert_all_invalid(&[text], "scalar");
+}
+
+#[test]
+fn reducing_a_scalar_over_an_axis_is_an_invalid_model() {
+    // Once: axes [0] of a rank-0 input indexed an empty table of reduced axes (a panic).
+    let sum = r#"<ir_version: 8, opset_import: ["" : 18]>
+g (float X) => (float Y)
+<int64[1] a = {0}>
+{ [r] Y = ReduceSum(X, a) }"#;
+    let l2 = r#"<ir_version: 8, opset_import: ["" : 13]>
+g (float X) => (float Y)
+{ [r] Y = ReduceL2 <axes: ints = [0]> (X) }"#;
+    assert_all_invalid(&[sum, l2], "scalar");
+    // Without axes, a scalar reduces to itself.
+    let mean = r#"<ir_version: 8, opset_import: ["" : 13]>
+g (float X) => (float Y)
+{ [r] Y = ReduceMean(X) }"#;
+    let exe = compile_ok(mean);
+    let y = run_ok(&exe, vec![f32t(&[], &[2.5])]);
+    assert_eq!(y[0].as_f32().unwrap(), &[2.5]);
+}
+
+#[test]
+fn resize_of_a_scalar_along_axes_is_an_invalid_model() {
+    // Once: axes [0] of a rank-0 input indexed an empty table of scales (a panic).
+    let scales = r#"<ir_version: 8, opset_import: ["" : 19]>
+g (float X) => (float Y)
+<float[1] s = {2.0}>
+{ [r] Y = Resize <axes: ints = [0]> (X, , s) }"#;
+    let sizes = r#"<ir_version: 8, opset_import: ["" : 19]>
+g (float X) => (float Y)
+<int64[1] s = {2}>
+{ [r] Y = Resize <axes: ints = [0]> (X, , , s) }"#;
+    assert_all_invalid(&[scales, sizes], "scalar");
+}
+
+#[test]
+fn slice_of_a_scalar_is_an_invalid_model() {
+    // Once: axis 0 (given, or the default) of a rank-0 input indexed an empty shape (a panic).
+    let axes = r#"<ir_version: 8, opset_import: ["" : 13]>
+g (float X) => (float Y)
+<int64[1] s = {0}, int64[1] e = {1}, int64[1] a = {0}>
+{ [s] Y = Slice(X, s, e, a) }"#;
+    let default_axes = r#"<ir_version: 8, opset_import: ["" : 13]>
+g (float X) => (float Y)
+<int64[1] s = {0}, int64[1] e = {1}>
+{ [s] Y = Slice(X, s, e) }"#;
+    let attributes = r#"<ir_version: 8, opset_import: ["" : 1]>
+g (float X) => (float Y)
+{ [s] Y = Slice <starts: ints = [0], ends: ints = [1], axes: ints = [0]> (X) }"#;
+    assert_all_invalid(&[axes, default_axes, attributes], "scalar");
+}
+
+#[test]
+fn slice_backwards_over_an_empty_dimension_is_empty() {
+    // Found auditing Slice: a negative step over a dimension of size 0 clamped the start to
+    // 0..=-1 (`clamp` panics when its bounds cross).
+    let text = r#"<ir_version: 8, opset_import: ["" : 13]>
+g (float[N,2] X) => (float[M,2] Y)
+<int64[1] s = {0}, int64[1] e = {-10}, int64[1] a = {0}, int64[1] st = {-1}>
+{ [s] Y = Slice(X, s, e, a, st) }"#;
+    let exe = compile_ok(text);
+    let y = run_ok(&exe, vec![f32t(&[0, 2], &[])]);
+    assert_eq!(y[0].shape, vec![0, 2]);
+    let y = run_ok(&exe, vec![f32t(&[2, 2], &[1., 2., 3., 4.])]);
+    assert_eq!(y[0].shape, vec![1, 2]);
+    assert_eq!(y[0].as_f32().unwrap(), &[1., 2.]);
+}
+
+#[test]
+fn slice_with_steps_at_the_ends_of_i64_takes_one_element() {
+    // Found auditing Slice: the element count `(span + step - 1) / step` overflowed for a step
+    // near i64::MAX or i64::MIN (a panic with overflow checks on, else an empty output).
+    for (start, end, step, want) in [(0, 5, i64::MAX, 1.0), (-1, i64::MIN, i64::MIN, 3.0)] {
+        let text = format!(
+            r#"<ir_version: 8, opset_import: ["" : 13]>
+g (float[3] X) => (float[1] Y)
+<int64[1] s = {{{start}}}, int64[1] e = {{{end}}}, int64[1] st = {{{step}}}>
+{{ [s] Y = Slice(X, s, e, , st) }}"#
+        );
+        let exe = compile_ok(&text);
+        let y = run_ok(&exe, vec![f32t(&[3], &[1., 2., 3.])]);
+        assert_eq!(y[0].as_f32().unwrap(), &[want], "step {step}");
+    }
+}
+
+#[test]
+fn transpose_of_a_scalar_with_a_perm_is_an_invalid_model() {
+    // Once: perm [0] of a rank-0 input indexed an empty table of seen axes (a panic).
+    let text = r#"<ir_version: 8, opset_import: ["" : 13]>
+g (float X) => (float Y)
+{ [t] Y = Transpose <perm: ints = [0]> (X) }"#;
+    assert_all_invalid(&[text], "does not fit rank 0");
+}
+
+#[test]
+fn padding_a_scalar_along_axes_is_an_invalid_model() {
+    // Once: axes [0] of a rank-0 input indexed an empty table of pads (a panic).
+    for mode in ["constant", "reflect", "edge", "wrap"] {
+        let text = format!(
+            r#"<ir_version: 8, opset_import: ["" : 19]>
+g (float X) => (float Y)
+<int64[2] p = {{1, 1}}, int64[1] a = {{0}}>
+{{ [p] Y = Pad <mode: string = "{mode}"> (X, p, , a) }}"#
+        );
+        assert_all_invalid(&[&text], "scalar");
+    }
+}
+
+#[test]
+fn pooling_paths_that_read_channels_of_a_low_rank_input() {
+    // Once: the N-D pooling path read the channel count (dimension 1) of a scalar or 1-D input
+    // before checking its rank (a panic): LpPool, GlobalLpPool, and MaxPool asked for Indices.
+    let lp = r#"<ir_version: 8, opset_import: ["" : 18]>
+g (float X) => (float Y)
+{ [p] Y = LpPool <kernel_shape: ints = [1]> (X) }"#;
+    let global = r#"<ir_version: 8, opset_import: ["" : 12]>
+g (float[2] X) => (float Y)
+{ [p] Y = GlobalLpPool(X) }"#;
+    let max = r#"<ir_version: 8, opset_import: ["" : 12]>
+g (float X) => (float Y, int64 I)
+{ [p] Y, I = MaxPool <kernel_shape: ints = [1]> (X) }"#;
+    assert_all_invalid(&[lp, global, max], "has no spatial dims");
+}
+
+#[test]
+fn gather_nd_and_scatter_nd_with_empty_index_tuples() {
+    // Found auditing the ND operators: index tuples of length 0 each select the whole data,
+    // but the kernels walked the (empty) index buffer and gathered or scattered nothing.
+    let gather = r#"<ir_version: 8, opset_import: ["" : 13]>
+g (float[2] X) => (float[3,2] Y)
+<int64[3,0] I = {}>
+{ [g] Y = GatherND(X, I) }"#;
+    let exe = compile_ok(gather);
+    let y = run_ok(&exe, vec![f32t(&[2], &[1., 2.])]);
+    assert_eq!(y[0].as_f32().unwrap(), &[1., 2., 1., 2., 1., 2.]);
+    let scatter = r#"<ir_version: 8, opset_import: ["" : 16]>
+g (float[2] X) => (float[2] Y)
+<int64[3,0] I = {}, float[3,2] U = {1.0, 2.0, 3.0, 4.0, 5.0, 6.0}>
+{ [s] Y = ScatterND <reduction: string = "add"> (X, I, U) }"#;
+    let exe = compile_ok(scatter);
+    let y = run_ok(&exe, vec![f32t(&[2], &[10., 20.])]);
+    assert_eq!(y[0].as_f32().unwrap(), &[19., 32.]);
+}
+
+#[test]
+fn scatter_operators_refuse_the_ranks_their_spec_excludes() {
+    // Found auditing Scatter*: ScatterElements of a scalar wrote its update without reading
+    // the index (never bounds-checked), and ScatterND took a rank-0 indices tensor.
+    let elements = r#"<ir_version: 8, opset_import: ["" : 16]>
+g (float X, float U) => (float Y)
+<int64 I = {5}>
+{ [s] Y = ScatterElements(X, I, U) }"#;
+    let nd = r#"<ir_version: 8, opset_import: ["" : 16]>
+g (float[2] X, float[2] U) => (float[2] Y)
+<int64 I = {0}>
+{ [s] Y = ScatterND(X, I, U) }"#;
+    assert_all_invalid(&[elements, nd], "rank");
+}

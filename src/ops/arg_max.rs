@@ -70,6 +70,12 @@ fn build(ctx: &BuildCtx, max: bool) -> Result<Built> {
     ctx.arity(1, 1, 1, 1)?;
     let x = ctx.input(0)?;
     let rank = x.shape.len();
+    if rank == 0 {
+        return Err(ctx.err(
+            Status::InvalidModel,
+            "the input is a scalar, with no axis to reduce",
+        ));
+    }
     let axis = ctx.axis(ctx.attr_int("axis", 0)?, rank)?;
     if x.shape[axis] == 0 {
         return Err(ctx.err(Status::InvalidShape, "the reduced axis is empty"));

@@ -66,6 +66,12 @@ fn build(ctx: &BuildCtx) -> Result<Built> {
     ctx.arity(2, 2, 1, 1)?;
     let x = ctx.input(0)?;
     let rank = x.shape.len();
+    if rank == 0 {
+        return Err(ctx.err(
+            Status::InvalidModel,
+            "the input is a scalar, with no axis to sum along",
+        ));
+    }
     let axis = *ctx
         .const_ints(1, "axis")?
         .first()

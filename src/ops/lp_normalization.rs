@@ -61,6 +61,12 @@ fn build(ctx: &BuildCtx) -> Result<Built> {
     ctx.arity(1, 1, 1, 1)?;
     let dtype = super::pointwise::float_like_input(ctx, 0)?;
     let x = ctx.input(0)?;
+    if x.shape.is_empty() {
+        return Err(ctx.err(
+            Status::InvalidModel,
+            "the input is a scalar, with no axis to normalise along",
+        ));
+    }
     let axis = ctx.axis(ctx.attr_int("axis", -1)?, x.shape.len())?;
     let p = ctx.attr_int("p", 2)?;
     if p != 1 && p != 2 {

@@ -120,11 +120,18 @@ fn build(ctx: &BuildCtx) -> Result<Built> {
         ctx.arity(2, 4, 1, 1)?;
         let given = ctx.const_ints(1, "pads")?;
         let axes: Vec<usize> = match ctx.opt_input(3) {
-            Some(_) => ctx
-                .const_ints(3, "axes")?
-                .iter()
-                .map(|&a| ctx.axis(a, rank))
-                .collect::<Result<_>>()?,
+            Some(_) => {
+                let axes = ctx.const_ints(3, "axes")?;
+                if rank == 0 && !axes.is_empty() {
+                    return Err(ctx.err(
+                        Status::InvalidModel,
+                        format!("axes {axes:?} of a scalar, which has none"),
+                    ));
+                }
+                axes.iter()
+                    .map(|&a| ctx.axis(a, rank))
+                    .collect::<Result<_>>()?
+            }
             None => (0..rank).collect(),
         };
         if given.len() != 2 * axes.len() {

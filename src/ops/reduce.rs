@@ -168,6 +168,12 @@ fn build(ctx: &BuildCtx, op: Reduce, input_from: i64) -> Result<Built> {
     let keep = ctx.attr_int("keepdims", 1)? != 0;
     let noop = ctx.attr_int("noop_with_empty_axes", 0)? != 0;
     let axes = given_axes(ctx, input_from)?.unwrap_or_default();
+    if rank == 0 && !axes.is_empty() {
+        return Err(ctx.err(
+            Status::InvalidModel,
+            format!("axes {axes:?} of a scalar, which has none"),
+        ));
+    }
     let mut reduced = vec![axes.is_empty() && !noop; rank];
     for &a in &axes {
         reduced[ctx.axis(a, rank)?] = true;

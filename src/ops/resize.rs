@@ -484,6 +484,12 @@ fn build(ctx: &BuildCtx) -> Result<Built> {
         exclude_outside: ctx.attr_int("exclude_outside", 0)? != 0,
     };
     let axes: Vec<usize> = match ctx.attr_ints("axes")? {
+        Some(a) if rank == 0 && !a.is_empty() => {
+            return Err(ctx.err(
+                Status::InvalidModel,
+                format!("axes {a:?} of a scalar, which has none"),
+            ))
+        }
         Some(a) => a
             .iter()
             .map(|&v| ctx.axis(v, rank))

@@ -85,6 +85,13 @@ fn index(i: i64, n: usize) -> Result<usize> {
     }
 }
 
+/// Index tuple `t` (of `len` indices) of a row-major indices buffer. Tuples of length 0 are
+/// empty slices, as many as the indices' other dimensions say, not chunks of the buffer.
+fn tuple_at(idx: &[i64], t: usize, len: usize) -> Result<&[i64]> {
+    idx.get(t * len..(t + 1) * len)
+        .ok_or_else(|| Error::new(Status::InvalidShape, "fewer indices than planned"))
+}
+
 fn strides(shape: &[usize]) -> Vec<usize> {
     let mut s = vec![1usize; shape.len()];
     for d in (0..shape.len().saturating_sub(1)).rev() {
@@ -102,6 +109,8 @@ struct GatherNdKernel {
     slice: usize,
     /// Index tuples per batch.
     per_batch: usize,
+    /// Index tuples in all (indices' dimensions but the last).
+    tuples: usize,
 }
 
 impl GatherNdKernel {
@@ -110,10 +119,15 @@ impl GatherNdKernel {
         let out = out.as_mut_slice::<T>()?;
         let st = strides(&self.data_shape);
         let batch_block: usize = self.data_shape[self.batch_dims..].iter().product();
-        for (t, chunk) in idx.chunks(self.tuple.max(1)).enumerate() {
+        if self.tuple == 0 && self.slice == 0 {
+            // Empty tuples of empty slices: nothing to read, nothing to write, however many.
+            return Ok(());
+        }
+        for t in 0..self.tuples {
+            let chunk = tuple_at(idx, t, self.tuple)?;
             let batch = t / self.per_batch.max(1);
             let mut off = batch * batch_block;
-            for (k, &i) in chunk.iter().enumerate().take(self.tuple) {
+            for (k, &i) in chunk.iter().enumerate() {
                 let d = self.batch_dims + k;
                 off += index(i, self.data_shape[d])? * st[d];
             }
@@ -138,6 +152,9 @@ fn build_gather_nd(ctx: &BuildCtx) -> Result<Built> {
     let (x, idx) = (ctx.input(0)?, ctx.input(1)?);
     let b = ctx.attr_int("batch_dims", 0)?.max(0) as usize;
     let tuple = *idx.shape.last().unwrap_or(&0);
+    if x.shape.is_empty() {
+        return Err(ctx.err(Status::InvalidModel, "data must have rank ≥ 1"));
+    }
     if idx.dtype != DataType::I64
         || idx.shape.is_empty()
         || b >= idx.shape.len()
@@ -163,6 +180,7 @@ fn build_gather_nd(ctx: &BuildCtx) -> Result<Built> {
             tuple,
             slice: x.shape[b + tuple..].iter().product(),
             per_batch,
+            tuples: idx.shape[..idx.shape.len() - 1].iter().product(),
         }),
     })
 }
@@ -170,6 +188,8 @@ fn build_gather_nd(ctx: &BuildCtx) -> Result<Built> {
 struct ScatterNdKernel {
     data_shape: Vec<usize>,
     tuple: usize,
+    /// Index tuples in all (indices' dimensions but the last).
+    tuples: usize,
     slice: usize,
     reduction: Reduction,
 }
@@ -186,9 +206,14 @@ impl ScatterNdKernel {
         out.copy_from_slice(x.as_slice::<T>()?);
         let upd = upd.as_slice::<T>()?;
         let st = strides(&self.data_shape);
-        for (t, chunk) in idx.chunks(self.tuple.max(1)).enumerate() {
+        if self.tuple == 0 && self.slice == 0 {
+            // Empty tuples of empty slices: nothing to read, nothing to write, however many.
+            return Ok(());
+        }
+        for t in 0..self.tuples {
+            let chunk = tuple_at(idx, t, self.tuple)?;
             let mut off = 0;
-            for (k, &i) in chunk.iter().enumerate().take(self.tuple) {
+            for (k, &i) in chunk.iter().enumerate() {
                 off += index(i, self.data_shape[k])? * st[k];
             }
             for j in 0..self.slice {
@@ -216,6 +241,15 @@ impl Kernel for ScatterNdKernel {
 fn build_scatter_nd(ctx: &BuildCtx) -> Result<Built> {
     ctx.arity(3, 3, 1, 1)?;
     let (x, idx, upd) = (ctx.input(0)?, ctx.input(1)?, ctx.input(2)?);
+    if x.shape.is_empty() || idx.shape.is_empty() {
+        return Err(ctx.err(
+            Status::InvalidModel,
+            format!(
+                "data {:?} and indices {:?} must have rank ≥ 1",
+                x.shape, idx.shape
+            ),
+        ));
+    }
     let tuple = *idx.shape.last().unwrap_or(&0);
     let mut want = idx.shape[..idx.shape.len().saturating_sub(1)].to_vec();
     want.extend_from_slice(x.shape.get(tuple..).unwrap_or(&[]));
@@ -237,6 +271,7 @@ fn build_scatter_nd(ctx: &BuildCtx) -> Result<Built> {
         kernel: Box::new(ScatterNdKernel {
             data_shape: x.shape.to_vec(),
             tuple,
+            tuples: idx.shape[..idx.shape.len() - 1].iter().product(),
             slice: x.shape[tuple..].iter().product(),
             reduction: reduction(ctx)?,
         }),
@@ -302,6 +337,12 @@ fn build_scatter_elements(ctx: &BuildCtx) -> Result<Built> {
     ctx.arity(3, 3, 1, 1)?;
     let (x, idx, upd) = (ctx.input(0)?, ctx.input(1)?, ctx.input(2)?);
     let rank = x.shape.len();
+    if rank == 0 {
+        return Err(ctx.err(
+            Status::InvalidModel,
+            "data is a scalar; ScatterElements needs rank ≥ 1",
+        ));
+    }
     if idx.shape != upd.shape
         || idx.shape.len() != rank
         || upd.dtype != x.dtype

@@ -87,20 +87,22 @@ fn clamp(start: i64, end: i64, step: i64, dim: usize) -> (usize, usize) {
     let d = dim as i64;
     let fix = |v: i64| if v < 0 { v.saturating_add(d) } else { v };
     let (s, e) = (fix(start), fix(end));
+    // ceil(span / |step|) in i128: a step near i64::MAX or i64::MIN must not overflow.
+    let stride = i128::from(step.unsigned_abs());
+    let count = |span: i64| ((i128::from(span) + stride - 1) / stride) as usize;
     if step > 0 {
         let s = s.clamp(0, d);
         let e = e.clamp(0, d);
-        let n = if e > s { (e - s + step - 1) / step } else { 0 };
-        (s as usize, n as usize)
+        let n = if e > s { count(e - s) } else { 0 };
+        (s as usize, n)
+    } else if d == 0 {
+        // Backwards over an empty dimension: nothing (and `0..=-1` is no range to clamp to).
+        (0, 0)
     } else {
         let s = s.clamp(0, d - 1);
         let e = e.clamp(-1, d - 1);
-        let n = if s > e {
-            (s - e + (-step) - 1) / (-step)
-        } else {
-            0
-        };
-        (s.max(0) as usize, n as usize)
+        let n = if s > e { count(s - e) } else { 0 };
+        (s as usize, n)
     }
 }
 
@@ -149,6 +151,12 @@ fn build(ctx: &BuildCtx) -> Result<Built> {
         steps: vec![1; rank],
         out_shape: x.shape.to_vec(),
     };
+    if rank == 0 && !starts.is_empty() {
+        return Err(ctx.err(
+            Status::InvalidModel,
+            "the input is a scalar, with no axis to slice",
+        ));
+    }
     let mut seen = vec![false; rank];
     for i in 0..starts.len() {
         let a = ctx.axis(axes[i], rank)?;
@@ -181,6 +189,12 @@ mod tests {
         assert_eq!(clamp(4, 0, -2, 5), (4, 2));
         assert_eq!(clamp(3, 2, 1, 5), (3, 0));
         assert_eq!(clamp(0, 5, 3, 5), (0, 2));
+        // Steps at the ends of i64 take one element (once: `span + step - 1` overflowed).
+        assert_eq!(clamp(0, 5, i64::MAX, 5), (0, 1));
+        assert_eq!(clamp(4, i64::MIN, i64::MIN, 5), (4, 1));
+        // Backwards over an empty dimension (once: `clamp(0, -1)` panicked).
+        assert_eq!(clamp(0, -10, -1, 0), (0, 0));
+        assert_eq!(clamp(-1, i64::MIN, -1, 0), (0, 0));
     }
 
     #[test]

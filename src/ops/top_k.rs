@@ -96,6 +96,12 @@ fn build(ctx: &BuildCtx) -> Result<Built> {
     }
     let x = ctx.input(0)?;
     let rank = x.shape.len();
+    if rank == 0 {
+        return Err(ctx.err(
+            Status::InvalidModel,
+            "the input is a scalar, with no axis to sort along",
+        ));
+    }
     let axis = ctx.axis(ctx.attr_int("axis", -1)?, rank)?;
     let k = if ctx.opset >= 10 {
         ctx.arity(2, 2, 2, 2)?;

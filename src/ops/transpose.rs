@@ -38,6 +38,12 @@ fn build(ctx: &BuildCtx) -> Result<Built> {
     let perm: Vec<usize> = match ctx.attr_ints("perm")? {
         None => (0..rank).rev().collect(),
         Some(p) => {
+            if p.len() != rank {
+                return Err(ctx.err(
+                    Status::InvalidModel,
+                    format!("perm {p:?} does not fit rank {rank}"),
+                ));
+            }
             let mut seen = vec![false; rank];
             let mut perm = Vec::with_capacity(rank);
             for &a in p {
@@ -48,12 +54,6 @@ fn build(ctx: &BuildCtx) -> Result<Built> {
                     );
                 }
                 perm.push(a);
-            }
-            if perm.len() != rank {
-                return Err(ctx.err(
-                    Status::InvalidModel,
-                    format!("perm {p:?} does not fit rank {rank}"),
-                ));
             }
             perm
         }

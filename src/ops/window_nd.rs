@@ -91,6 +91,12 @@ fn geometry(
     })
 }
 
+/// The channel count (dimension 1) of an input that [`geometry`] will check has spatial dims;
+/// 0 for an input too short to have one, which `geometry` then refuses.
+fn channels(x: &[usize]) -> usize {
+    x.get(1).copied().unwrap_or(0)
+}
+
 fn out_shape(g: &Geometry) -> Vec<usize> {
     let mut s = vec![g.batch, g.out_channels];
     s.extend_from_slice(&g.win.out);
@@ -172,7 +178,7 @@ pub fn build_max_pool(ctx: &BuildCtx) -> Result<Built> {
         ctx,
         x.shape,
         &kernel_shape(ctx)?,
-        x.shape[1],
+        channels(x.shape),
         ctx.attr_int("ceil_mode", 0)? != 0,
     )?;
     let with_indices = matches!(ctx.node.outputs.get(1), Some(Some(_)));
@@ -227,7 +233,7 @@ pub fn build_avg_pool(ctx: &BuildCtx) -> Result<Built> {
         ctx,
         x.shape,
         &kernel_shape(ctx)?,
-        x.shape[1],
+        channels(x.shape),
         ctx.attr_int("ceil_mode", 0)? != 0,
     )?;
     Ok(Built {
@@ -370,7 +376,7 @@ pub fn build_lp_pool(ctx: &BuildCtx, global: bool) -> Result<Built> {
         ctx,
         x.shape,
         &kernel,
-        x.shape[1],
+        channels(x.shape),
         ctx.attr_int("ceil_mode", 0)? != 0,
     )?;
     Ok(Built {
