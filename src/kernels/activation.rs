@@ -44,7 +44,11 @@ impl Activation {
     /// lacks it).
     pub fn apply_isa(&self, isa: Isa, x: &mut [f32]) {
         if *self != Activation::None {
-            simd::vectorize(isa, || self.apply_inline(x));
+            simd::vectorize(
+                isa,
+                #[inline(always)]
+                || self.apply_inline(x),
+            );
         }
     }
 

@@ -375,10 +375,14 @@ impl Conv2d {
         }
         // The paths without a fused residual compute `conv + bias`, then add it in one pass.
         let late = |out: &mut [f32], z: &[f32]| {
-            simd::vectorize(self.isa, || {
-                out.iter_mut().zip(z).for_each(|(o, &v)| *o += v);
-                activation.apply_inline(out);
-            })
+            simd::vectorize(
+                self.isa,
+                #[inline(always)]
+                || {
+                    out.iter_mut().zip(z).for_each(|(o, &v)| *o += v);
+                    activation.apply_inline(out);
+                },
+            )
         };
         let early = if residual.is_some() {
             Activation::None

@@ -51,11 +51,31 @@ fn plane_portable(isa: Isa, p: &Conv2dParams, x: &[f32], w: &[f32], b: f32, out:
         p.stride_w
     };
     match (stride, p.out_w() > 8) {
-        (1, true) => simd::vectorize(isa, || depthwise_plane_fast::<1, 16>(p, x, w, b, out)),
-        (1, false) => simd::vectorize(isa, || depthwise_plane_fast::<1, 8>(p, x, w, b, out)),
-        (2, true) => simd::vectorize(isa, || depthwise_plane_fast::<2, 16>(p, x, w, b, out)),
-        (2, false) => simd::vectorize(isa, || depthwise_plane_fast::<2, 8>(p, x, w, b, out)),
-        _ => simd::vectorize(isa, || depthwise_plane(p, x, w, b, out)),
+        (1, true) => simd::vectorize(
+            isa,
+            #[inline(always)]
+            || depthwise_plane_fast::<1, 16>(p, x, w, b, out),
+        ),
+        (1, false) => simd::vectorize(
+            isa,
+            #[inline(always)]
+            || depthwise_plane_fast::<1, 8>(p, x, w, b, out),
+        ),
+        (2, true) => simd::vectorize(
+            isa,
+            #[inline(always)]
+            || depthwise_plane_fast::<2, 16>(p, x, w, b, out),
+        ),
+        (2, false) => simd::vectorize(
+            isa,
+            #[inline(always)]
+            || depthwise_plane_fast::<2, 8>(p, x, w, b, out),
+        ),
+        _ => simd::vectorize(
+            isa,
+            #[inline(always)]
+            || depthwise_plane(p, x, w, b, out),
+        ),
     }
 }
 

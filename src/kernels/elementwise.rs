@@ -200,55 +200,59 @@ fn run<F: Fn(f32, f32) -> f32 + Copy + Sync>(
     let outer = &dims[..dims.len() - 1];
     // Processes rows `row0..` of the output into `chunk` (whole rows).
     let rows = |row0: usize, chunk: &mut [f32]| {
-        simd::vectorize(isa, || {
-            // Odometer over the outer dims, starting at row0.
-            let mut coord = vec![0usize; outer.len()];
-            let mut rem = row0;
-            for d in (0..outer.len()).rev() {
-                coord[d] = rem % outer[d];
-                rem /= outer[d];
-            }
-            let mut oa: usize = coord.iter().zip(&sa).map(|(c, s)| c * s).sum();
-            let mut ob: usize = coord.iter().zip(&sb).map(|(c, s)| c * s).sum();
-            for orow in chunk.chunks_exact_mut(inner) {
-                match (ia, ib) {
-                    (0, 0) => orow.fill(f(a[oa], b[ob])),
-                    (0, _) => {
-                        let x = a[oa];
-                        for (o, &y) in orow.iter_mut().zip(&b[ob..ob + inner]) {
-                            *o = f(x, y);
-                        }
-                    }
-                    (_, 0) => {
-                        let y = b[ob];
-                        for (o, &x) in orow.iter_mut().zip(&a[oa..oa + inner]) {
-                            *o = f(x, y);
-                        }
-                    }
-                    _ => {
-                        for ((o, &x), &y) in orow
-                            .iter_mut()
-                            .zip(&a[oa..oa + inner])
-                            .zip(&b[ob..ob + inner])
-                        {
-                            *o = f(x, y);
-                        }
-                    }
-                }
-                // Advance the odometer.
+        simd::vectorize(
+            isa,
+            #[inline(always)]
+            || {
+                // Odometer over the outer dims, starting at row0.
+                let mut coord = vec![0usize; outer.len()];
+                let mut rem = row0;
                 for d in (0..outer.len()).rev() {
-                    coord[d] += 1;
-                    oa += sa[d];
-                    ob += sb[d];
-                    if coord[d] < outer[d] {
-                        break;
-                    }
-                    oa -= sa[d] * outer[d];
-                    ob -= sb[d] * outer[d];
-                    coord[d] = 0;
+                    coord[d] = rem % outer[d];
+                    rem /= outer[d];
                 }
-            }
-        })
+                let mut oa: usize = coord.iter().zip(&sa).map(|(c, s)| c * s).sum();
+                let mut ob: usize = coord.iter().zip(&sb).map(|(c, s)| c * s).sum();
+                for orow in chunk.chunks_exact_mut(inner) {
+                    match (ia, ib) {
+                        (0, 0) => orow.fill(f(a[oa], b[ob])),
+                        (0, _) => {
+                            let x = a[oa];
+                            for (o, &y) in orow.iter_mut().zip(&b[ob..ob + inner]) {
+                                *o = f(x, y);
+                            }
+                        }
+                        (_, 0) => {
+                            let y = b[ob];
+                            for (o, &x) in orow.iter_mut().zip(&a[oa..oa + inner]) {
+                                *o = f(x, y);
+                            }
+                        }
+                        _ => {
+                            for ((o, &x), &y) in orow
+                                .iter_mut()
+                                .zip(&a[oa..oa + inner])
+                                .zip(&b[ob..ob + inner])
+                            {
+                                *o = f(x, y);
+                            }
+                        }
+                    }
+                    // Advance the odometer.
+                    for d in (0..outer.len()).rev() {
+                        coord[d] += 1;
+                        oa += sa[d];
+                        ob += sb[d];
+                        if coord[d] < outer[d] {
+                            break;
+                        }
+                        oa -= sa[d] * outer[d];
+                        ob -= sb[d] * outer[d];
+                        coord[d] = 0;
+                    }
+                }
+            },
+        )
     };
     if rayon::current_num_threads() > 1 && out.len() >= PAR_MIN {
         let rows_per = PAR_CHUNK.div_ceil(inner).max(1);
@@ -296,9 +300,11 @@ pub fn channel_affine_isa(
     }
     let plane = |(i, (o, xi)): (usize, (&mut [f32], &[f32]))| {
         let (s, t) = (scale[i % c], shift[i % c]);
-        simd::vectorize(isa, || {
-            o.iter_mut().zip(xi).for_each(|(o, &v)| *o = v * s + t)
-        });
+        simd::vectorize(
+            isa,
+            #[inline(always)]
+            || o.iter_mut().zip(xi).for_each(|(o, &v)| *o = v * s + t),
+        );
     };
     if rayon::current_num_threads() > 1 && out.len() >= PAR_MIN {
         out.par_chunks_mut(spatial)

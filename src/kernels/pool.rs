@@ -309,19 +309,23 @@ pub(crate) fn max_pool2d_isa(isa: Isa, p: &Pool2dParams, input: &[f32], output: 
     let (ry, rx) = input_taps(p);
     for_planes(p, input, output, |x, out| {
         let mut tmp = vec![f32::NEG_INFINITY; p.in_w + 1];
-        simd::vectorize(isa, || {
-            pool_plane(
-                p,
-                &ry,
-                &rx,
-                x,
-                out,
-                &mut tmp,
-                f32::NEG_INFINITY,
-                max_op,
-                |v, _, _| v,
-            )
-        });
+        simd::vectorize(
+            isa,
+            #[inline(always)]
+            || {
+                pool_plane(
+                    p,
+                    &ry,
+                    &rx,
+                    x,
+                    out,
+                    &mut tmp,
+                    f32::NEG_INFINITY,
+                    max_op,
+                    |v, _, _| v,
+                )
+            },
+        );
     });
 }
 
@@ -377,9 +381,11 @@ pub(crate) fn avg_pool2d_isa(
                 s / count as f32
             }
         };
-        simd::vectorize(isa, || {
-            pool_plane(p, &ry, &rx, x, out, &mut tmp, 0.0, |a, b| a + b, fin)
-        });
+        simd::vectorize(
+            isa,
+            #[inline(always)]
+            || pool_plane(p, &ry, &rx, x, out, &mut tmp, 0.0, |a, b| a + b, fin),
+        );
     });
 }
 

@@ -51,7 +51,13 @@ fn run(
     }
     let par = rayon::current_num_threads() > 1 && x.len() >= PAR_MIN;
     if inner == 1 {
-        let f = |(o, xi): (&mut [f32], &[f32])| simd::vectorize(isa, || row(xi, o, log));
+        let f = |(o, xi): (&mut [f32], &[f32])| {
+            simd::vectorize(
+                isa,
+                #[inline(always)]
+                || row(xi, o, log),
+            )
+        };
         if par {
             out.par_chunks_mut(axis_len)
                 .zip(x.par_chunks(axis_len))
@@ -60,7 +66,13 @@ fn run(
             out.chunks_mut(axis_len).zip(x.chunks(axis_len)).for_each(f);
         }
     } else {
-        let f = |(o, xi): (&mut [f32], &[f32])| simd::vectorize(isa, || strided(xi, o, inner, log));
+        let f = |(o, xi): (&mut [f32], &[f32])| {
+            simd::vectorize(
+                isa,
+                #[inline(always)]
+                || strided(xi, o, inner, log),
+            )
+        };
         if par {
             out.par_chunks_mut(block)
                 .zip(x.par_chunks(block))

@@ -101,7 +101,11 @@ pub(super) fn gemm(
                 row.iter_mut().for_each(|v| *v *= beta);
             }
             let z = ep.residual_row(i, n);
-            simd::vectorize(isa, || epilogue_row(ep, row, z, i, 0));
+            simd::vectorize(
+                isa,
+                #[inline(always)]
+                || epilogue_row(ep, row, z, i, 0),
+            );
         }
         return;
     }
@@ -486,11 +490,15 @@ fn run_task(
             isa, kc, a_rows, b_micro, rows, col, nr_eff, alpha, beta, &tail,
         );
         if rest != Activation::None {
-            simd::vectorize(isa, || {
-                for row in rows.iter_mut() {
-                    rest.apply_inline(&mut row[col..col + nr_eff]);
-                }
-            });
+            simd::vectorize(
+                isa,
+                #[inline(always)]
+                || {
+                    for row in rows.iter_mut() {
+                        rest.apply_inline(&mut row[col..col + nr_eff]);
+                    }
+                },
+            );
         }
     }
 }

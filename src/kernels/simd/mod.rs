@@ -333,6 +333,11 @@ pub(crate) fn depthwise_plane(
 /// Runs `f` compiled with the instruction set `isa` enabled, so that plain Rust loops inside it
 /// (and `#[inline(always)]` helpers they call) are auto-vectorised for that ISA.
 ///
+/// `f` must be a closure marked `#[inline(always)]` (`vectorize(isa, #[inline(always)] || ...)`):
+/// otherwise LLVM may keep a large closure out of line, compiled for the baseline ISA, and the
+/// trampoline only calls it (every kernel closure was SSE2-only that way until 2026-11-25).
+/// The test `every_vectorized_closure_is_inlined` checks every call in `src/kernels/`.
+///
 /// Falls back to a plain call when `isa` is `Portable` or not supported by the CPU.
 #[inline]
 pub(crate) fn vectorize<R>(isa: Isa, f: impl FnOnce() -> R) -> R {
@@ -369,4 +374,46 @@ unsafe fn with_avx512<R>(f: impl FnOnce() -> R) -> R {
 #[target_feature(enable = "avx2,fma")]
 unsafe fn with_avx2<R>(f: impl FnOnce() -> R) -> R {
     f()
+}
+
+#[cfg(test)]
+mod tests {
+    /// Every `vectorize(isa, …)` call in the kernels passes a closure marked
+    /// `#[inline(always)]`: without it the closure body can stay out of line, compiled for the
+    /// baseline ISA, and the ISA trampoline only calls it.
+    #[test]
+    fn every_vectorized_closure_is_inlined() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/kernels");
+        let mut dirs = vec![root];
+        let mut calls = 0;
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    dirs.push(path);
+                    continue;
+                }
+                if path.ends_with("simd/mod.rs") {
+                    continue; // defines vectorize (and this test)
+                }
+                let text = std::fs::read_to_string(&path).unwrap();
+                for (at, _) in text.match_indices("simd::vectorize(") {
+                    calls += 1;
+                    // The call's first two arguments, without whitespace.
+                    let args: String = text[at..]
+                        .chars()
+                        .filter(|c| !c.is_whitespace())
+                        .take(80)
+                        .collect();
+                    let closure = args.split_once(',').map_or("", |(_, rest)| rest);
+                    assert!(
+                        closure.starts_with("#[inline(always)]"),
+                        "{}: a closure given to simd::vectorize must be #[inline(always)]: {args}",
+                        path.display()
+                    );
+                }
+            }
+        }
+        assert!(calls >= 10, "only {calls} vectorize calls found");
+    }
 }
