@@ -525,3 +525,15 @@ g (float[2] X, float[2] U) => (float[2] Y)
 { [s] Y = ScatterND(X, I, U) }"#;
     assert_all_invalid(&[elements, nd], "rank");
 }
+
+#[test]
+fn same_padded_pooling_over_an_empty_dimension_is_empty() {
+    // Once (model_bytes fuzz target): `out - 1` underflowed for an input dimension of 0 while
+    // computing SAME padding, a panic.
+    let text = r#"<ir_version: 8, opset_import: ["" : 12]>
+g (float[1,3,0,32] X) => (float[1,3,c,d] Y)
+{ [p] Y = MaxPool <auto_pad: string = "SAME_UPPER", kernel_shape: ints = [126, 2]> (X) }"#;
+    let exe = compile_ok(text);
+    let out = run_ok(&exe, vec![f32t(&[1, 3, 0, 32], &[])]);
+    assert_eq!(out[0].shape, vec![1, 3, 0, 32]);
+}

@@ -169,7 +169,8 @@ pub fn window_nd(
             for i in 0..rank {
                 let span = spans[i];
                 out[i] = input[i].div_ceil(strides[i]);
-                let total = ((out[i] - 1) * strides[i])
+                // An empty input dimension gives an empty output and needs no padding.
+                let total = (out[i].saturating_sub(1) * strides[i])
                     .checked_add(span)
                     .ok_or_else(|| ctx.err(Status::InvalidModel, "the window overflows"))?
                     .saturating_sub(input[i]);
