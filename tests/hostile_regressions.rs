@@ -537,3 +537,17 @@ g (float[1,3,0,32] X) => (float[1,3,c,d] Y)
     let out = run_ok(&exe, vec![f32t(&[1, 3, 0, 32], &[])]);
     assert_eq!(out[0].shape, vec![1, 3, 0, 32]);
 }
+
+#[test]
+fn scan_whose_body_has_fewer_outputs_than_the_node() {
+    // Once (model_bytes fuzz target): the builder indexed the body's outputs by the node's
+    // output count, a panic.
+    let text = r#"<ir_version: 8, opset_import: ["" : 16]>
+g (float[2] S, float[3,2] X) => (float[2] T, float[3,2] Y)
+{ [s] T, Y = Scan <num_scan_inputs: int = 1, body: graph = b (float[2] s, float[2] x) => (float[2] t) { t = Add(s, x) }> (S, X) }"#;
+    assert_refused(
+        compile(text),
+        Status::InvalidModel,
+        "the body has 2 inputs and 1 outputs",
+    );
+}

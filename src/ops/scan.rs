@@ -155,6 +155,17 @@ fn build(ctx: &BuildCtx) -> Result<Built> {
         ));
     }
     let k = n_out - states;
+    if body_g.outputs.len() != n_out || body_g.inputs.len() < states + m {
+        return Err(ctx.err(
+            Status::InvalidModel,
+            format!(
+                "the body has {} inputs and {} outputs; the node needs {} and {n_out}",
+                body_g.inputs.len(),
+                body_g.outputs.len(),
+                states + m
+            ),
+        ));
+    }
     let list = |name: &str, n: usize| -> Result<Vec<i64>> {
         match ctx.attr_ints(name)? {
             Some(v) if v.len() == n => Ok(v.to_vec()),
