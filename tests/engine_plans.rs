@@ -201,3 +201,38 @@ g (float[2, 6] x, int64[2] s) => (float[?, ?] y)
     assert_values(&out[0], &[2, 6], &neg, "after a failed run");
     assert_eq!(exe.plans_built(), 1, "contents never select a plan");
 }
+
+/// Storage comes back for later runs: the graph input is freed into the pool after its last
+/// reader, outputs go back with `recycle`, and `input_storage` hands out a free buffer (stale)
+/// that `read_le_bytes` overwrites. The results stay right on recycled storage.
+#[test]
+fn run_storage_is_recycled_for_later_runs() {
+    use onnxifi_rust::ir::{DataType, Tensor};
+    const N: usize = 4 * 256;
+    let exe = compile_ok(
+        r#"<ir_version: 8, opset_import: ["" : 17]>
+g (float[4, 256] x) => (float[4, 256] y) { t = Relu(x) y = Neg(t) }"#,
+    );
+    // Nothing to recycle before the first run.
+    let fresh = exe.input_storage(DataType::F32, N).expect("storage");
+    assert_eq!(fresh.capacity(), 0);
+    let want = |x: &[f32]| -> Vec<f32> { x.iter().map(|v| -v.max(0.0)).collect() };
+    let x1 = values(N, 11);
+    let out = run_ok(&exe, vec![f32t(&[4, 256], &x1)]);
+    assert_values(&out[0], &[4, 256], &want(&x1), "first run");
+    exe.recycle(out);
+    for seed in [12, 13, 14] {
+        let x = values(N, seed);
+        let mut storage = exe.input_storage(DataType::F32, N).expect("storage");
+        assert!(
+            storage.capacity() >= N,
+            "a buffer of the last run is reused"
+        );
+        let bytes: Vec<u8> = x.iter().flat_map(|v| v.to_le_bytes()).collect();
+        storage.read_le_bytes(&bytes, N).expect("bytes fit");
+        let input = Tensor::new(vec![4, 256], storage).expect("fits");
+        let out = run_ok(&exe, vec![input]);
+        assert_values(&out[0], &[4, 256], &want(&x), "run on recycled storage");
+        exe.recycle(out);
+    }
+}

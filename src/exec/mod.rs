@@ -13,7 +13,7 @@ pub use weights::WeightCache;
 
 use crate::check::compat;
 use crate::error::{Error, Result, Status};
-use crate::ir::{DataType, Dim, Graph, Tensor, TensorType};
+use crate::ir::{DataType, Dim, Graph, Tensor, TensorData, TensorType};
 use plan::BuildEnv;
 use run::BufferPool;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -326,6 +326,26 @@ impl Executable {
             .map(|t| (t.dtype(), t.shape.clone()))
             .collect();
         self.run_planned(&key, inputs)
+    }
+
+    /// Storage for a run's input of `len` elements of `dtype`: a free buffer of the graph's
+    /// pool when one fits (its contents stale: the caller replaces every element, e.g. with
+    /// [`TensorData::read_le_bytes`]), else an empty one. With [`Executable::recycle`], a
+    /// stream of runs on the same shapes reads its inputs and writes its outputs without
+    /// allocating.
+    pub fn input_storage(&self, dtype: DataType, len: usize) -> Result<TensorData> {
+        let mut pool = self.buffers.lock().unwrap_or_else(|p| p.into_inner());
+        pool.take_any(dtype, len)
+            .map_or_else(|| TensorData::zeros(dtype, 0), Ok)
+    }
+
+    /// Gives the storage of tensors the caller is done with (a run's outputs, once copied out)
+    /// back to the graph's pool, for later runs.
+    pub fn recycle(&self, tensors: Vec<Tensor>) {
+        let mut pool = self.buffers.lock().unwrap_or_else(|p| p.into_inner());
+        for t in tensors {
+            pool.give(t.data);
+        }
     }
 
     fn run_planned(

@@ -369,11 +369,10 @@ impl Plan {
                 last_use[*id] = Some(s);
             }
         }
+        // Graph outputs outlive the steps; graph inputs (owned by the run) go back to the pool
+        // after their last reader like intermediate values.
         for &o in &graph.outputs {
             last_use[o] = None;
-        }
-        for &i in &graph.inputs {
-            last_use[i] = None;
         }
         for (id, last) in last_use.iter().enumerate() {
             if let Some(s) = last {

@@ -23,14 +23,7 @@ impl BufferPool {
     /// fresh (fallible) allocation. Zero-filled when `zeroed`; otherwise recycled storage keeps
     /// stale values (for kernels that overwrite every element).
     pub fn take(&mut self, dtype: DataType, len: usize, zeroed: bool) -> Result<TensorData> {
-        let best = self
-            .free
-            .iter()
-            .enumerate()
-            .filter(|(_, b)| b.dtype() == dtype && b.capacity() >= len)
-            .min_by_key(|(_, b)| b.capacity())
-            .map(|(i, _)| i);
-        match best {
+        match self.best_fit(dtype, len) {
             Some(i) => {
                 let mut data = self.free.swap_remove(i);
                 if zeroed {
@@ -42,6 +35,23 @@ impl BufferPool {
             }
             None => TensorData::zeros(dtype, len),
         }
+    }
+
+    /// The best-fitting free buffer of `dtype` that holds `len` elements, as it is (its length
+    /// and contents stale), for a caller that replaces every element.
+    pub fn take_any(&mut self, dtype: DataType, len: usize) -> Option<TensorData> {
+        let i = self.best_fit(dtype, len)?;
+        Some(self.free.swap_remove(i))
+    }
+
+    /// The index of the smallest free buffer of `dtype` with room for `len` elements.
+    fn best_fit(&self, dtype: DataType, len: usize) -> Option<usize> {
+        self.free
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| b.dtype() == dtype && b.capacity() >= len)
+            .min_by_key(|(_, b)| b.capacity())
+            .map(|(i, _)| i)
     }
 
     /// Gives storage back (dropped instead once the pool holds [`POOL_LIMIT`] buffers).

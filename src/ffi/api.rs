@@ -10,7 +10,7 @@ use super::types::*;
 use crate::backend::{Backend, Settings};
 use crate::error::{Error, Result, Status};
 use crate::graph::{check_compatibility, Binding, BoundTensor, Graph};
-use crate::ir::{Tensor, Weight};
+use crate::ir::{Tensor, TensorData, Weight};
 use crate::sync::event::{Event, Outcome};
 use std::os::raw::c_void;
 use std::sync::Arc;
@@ -329,7 +329,7 @@ unsafe fn read_weights(count: u32, weights: *const onnxTensorDescriptorV1) -> Re
             ));
         }
         // SAFETY: the descriptor's buffer holds its data during onnxInitGraph.
-        let t = unsafe { read_tensor(&tensor) }?;
+        let t = unsafe { read_tensor(&tensor, TensorData::zeros(tensor.dtype, 0)?) }?;
         out.push(Weight { name, tensor: t });
     }
     Ok(out)
@@ -697,8 +697,9 @@ fn execute(g: &Graph, binding: &Binding, fence: Option<Outcome>, record: bool) -
     let copy_in = crate::trace::span("io", "copy inputs");
     let mut inputs: Vec<Tensor> = Vec::with_capacity(binding.inputs.len());
     for b in &binding.inputs {
+        let storage = g.exe.input_storage(b.dtype, b.shape.iter().product())?;
         // SAFETY: the caller keeps bound buffers alive and ready once the input fence fires.
-        inputs.push(unsafe { read_tensor(b) }?);
+        inputs.push(unsafe { read_tensor(b, storage) }?);
     }
     drop(copy_in);
     // The steps run on a thread of the backend's pool: record them there and keep them with
@@ -717,7 +718,10 @@ fn execute(g: &Graph, binding: &Binding, fence: Option<Outcome>, record: bool) -
         // SAFETY: bound output buffers are the caller's, reserved for this run.
         unsafe { write_tensor(&spec.name, t, b) }?;
     }
-    drop((copy_out, run_span));
+    drop(copy_out);
+    // Their storage serves the next run's inputs and outputs.
+    g.exe.recycle(outputs);
+    drop(run_span);
     crate::log::log(crate::log::Level::Debug, || {
         format!(
             "run finished in {:.3} ms",

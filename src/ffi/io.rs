@@ -187,19 +187,22 @@ unsafe fn read_one(i: usize, d: &onnxTensorDescriptorV1, need_buffer: bool) -> R
     })
 }
 
-/// Copies a bound input out of the caller's buffer.
+/// Copies a bound input out of the caller's buffer into `storage` (of the input's type; its
+/// allocation is reused when large enough).
 ///
 /// # Safety
 /// `b.addr` must point to `b.byte_len()` readable bytes (the caller keeps bound buffers alive
 /// and ready once the input fence is signalled).
-pub unsafe fn read_tensor(b: &BoundTensor) -> Result<Tensor> {
+pub unsafe fn read_tensor(b: &BoundTensor, mut storage: TensorData) -> Result<Tensor> {
     // SAFETY: as stated for this function.
     let bytes = unsafe { std::slice::from_raw_parts(b.addr as usize as *const u8, b.byte_len()) };
     let len = b.shape.iter().product::<usize>();
-    Tensor::new(
-        b.shape.clone(),
-        TensorData::from_le_bytes(b.dtype, bytes, len)?,
-    )
+    if storage.dtype() == b.dtype {
+        storage.read_le_bytes(bytes, len)?;
+    } else {
+        storage = TensorData::from_le_bytes(b.dtype, bytes, len)?;
+    }
+    Tensor::new(b.shape.clone(), storage)
 }
 
 /// Copies an output into the caller's buffer, checking type and shape.

@@ -311,6 +311,16 @@ macro_rules! tensor_data {
                 }
             }
 
+            /// Replaces the elements with `len` elements decoded from little-endian bytes, like
+            /// [`TensorData::from_le_bytes`] but into this storage (its allocation is reused
+            /// when large enough, and nothing is zero-filled first).
+            pub fn read_le_bytes(&mut self, bytes: &[u8], len: usize) -> Result<()> {
+                match self {
+                    $(TensorData::$variant(v) => decode_le_into::<$t>(v, bytes, len),)+
+                    TensorData::String(_) => Err(unsupported_type(DataType::String)),
+                }
+            }
+
             /// Encodes as little-endian bytes into `out` (which must have the exact size, see
             /// [`DataType::byte_len`]; sub-byte types are packed, the padding bits zero). Strings
             /// have no byte layout and write nothing.
@@ -371,6 +381,13 @@ fn resize_stale<T: Clone + Default>(v: &mut Vec<T>, len: usize) -> Result<()> {
 }
 
 fn decode_le<T: Elem>(bytes: &[u8], len: usize) -> Result<Vec<T>> {
+    let mut v = Vec::new();
+    decode_le_into(&mut v, bytes, len)?;
+    Ok(v)
+}
+
+/// Decodes `len` elements from `bytes` into `v` (cleared first; its allocation reused).
+fn decode_le_into<T: Elem>(v: &mut Vec<T>, bytes: &[u8], len: usize) -> Result<()> {
     if T::DTYPE.byte_len(len) != Some(bytes.len()) {
         return Err(Error::new(
             Status::InvalidShape,
@@ -381,7 +398,7 @@ fn decode_le<T: Elem>(bytes: &[u8], len: usize) -> Result<Vec<T>> {
             ),
         ));
     }
-    let mut v = Vec::new();
+    v.clear();
     v.try_reserve_exact(len).map_err(|_| out_of_memory(len))?;
     if T::BITS >= 8 {
         v.extend(bytes.chunks_exact(T::SIZE).map(T::from_le));
@@ -392,7 +409,7 @@ fn decode_le<T: Elem>(bytes: &[u8], len: usize) -> Result<Vec<T>> {
             T::from_le(&[shifted])
         }));
     }
-    Ok(v)
+    Ok(())
 }
 
 fn encode_le<T: Elem>(v: &[T], out: &mut [u8]) {

@@ -32,8 +32,12 @@ use super::simd;
 const L: usize = 8;
 /// Positions of a transformed 6×6 tile.
 const E: usize = 36;
-/// Most floats of one block's transformed inputs or GEMM outputs (4 MiB each).
+/// Most floats of one block's transformed inputs or GEMM outputs in [`run_phases`] (4 MiB
+/// each).
 const BLOCK_FLOATS: usize = 1 << 20;
+/// Most floats of one band's transformed inputs or GEMM outputs in [`run_bands`] (512 KiB
+/// each, so that both stay in a core's L2 cache).
+const BAND_FLOATS: usize = 1 << 17;
 
 /// One value per lane.
 type Lanes = [f32; L];
@@ -127,6 +131,12 @@ thread_local! {
 
 /// Runs the convolution `p` (which [`suits`]) with filters `f`: `output = act(conv(input) +
 /// bias)`. Lengths are checked by the caller ([`super::conv::Conv2d::run`]).
+///
+/// Two schedules. By bands of tile rows ([`run_bands`]): each band's transformed inputs and
+/// GEMM outputs stay in the cache of the core that made them, but every band reads all the
+/// transformed filters. Phase by phase ([`run_phases`]): the filters are read once per block,
+/// but the phases hand their data from core to core. Bands are used when the extra filter
+/// reads cost less than the data the phases would move: many tiles, few channels.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn run(
     isa: Isa,
@@ -137,23 +147,27 @@ pub(crate) fn run(
     input: &[f32],
     output: &mut [f32],
 ) {
-    let tiles = p.out_h().div_ceil(4) * p.out_w().div_ceil(4);
-    let per_tile = E * p.in_channels.max(p.out_channels);
-    run_blocked(
-        isa,
-        p,
-        f,
-        bias,
-        act,
-        input,
-        output,
-        (BLOCK_FLOATS / per_tile).clamp(1, tiles.max(1)),
-    );
+    let (ic, oc) = (p.in_channels, p.out_channels);
+    let (th, tw) = (p.out_h().div_ceil(4), p.out_w().div_ceil(4));
+    let tiles = th * tw;
+    let per_tile = E * ic.max(oc);
+    let threads = rayon::current_num_threads();
+    let bands = (tiles * per_tile)
+        .div_ceil(BAND_FLOATS)
+        .max(threads)
+        .min(th);
+    if bands > 1 && (bands - 1) * ic * oc <= tiles * (ic + oc) {
+        run_bands(isa, p, f, bias, act, input, output, bands);
+    } else {
+        let block = (BLOCK_FLOATS / per_tile).clamp(1, tiles.max(1));
+        run_phases(isa, p, f, bias, act, input, output, block);
+    }
 }
 
-/// [`run`] with at most `block` tiles per block (tests force several blocks).
+/// [`run`] phase by phase over blocks of at most `block` tiles (tests force several blocks):
+/// each phase of a block is parallel on its own (tiles, then positions, then output planes).
 #[allow(clippy::too_many_arguments)]
-fn run_blocked(
+fn run_phases(
     isa: Isa,
     p: &Conv2dParams,
     f: &WinogradFilters,
@@ -226,7 +240,8 @@ fn run_blocked(
                     lane_isa,
                     #[inline(always)]
                     || {
-                        output_tiles(p, m, n, t0, tw, o0, bias, act, planes);
+                        let mut planes: Vec<&mut [f32]> = planes.chunks_mut(oh * ow).collect();
+                        output_tiles(p, m, (n, t0, tw, 0), o0, bias, act, &mut planes);
                     },
                 );
             };
@@ -246,6 +261,134 @@ where
     } else {
         data.chunks_mut(size).enumerate().for_each(f);
     }
+}
+
+/// One task of [`run_bands`]: the tile rows `ty0 .. ty0 + rows` of image `b`, and the rows
+/// of every output plane they cover (`planes[o]`, starting at output row `4·ty0`).
+struct Band<'o> {
+    b: usize,
+    ty0: usize,
+    rows: usize,
+    planes: Vec<&'o mut [f32]>,
+}
+
+/// [`run`] by bands: `count` bands of tile rows per image (as even as can be; tests force
+/// counts). Each band is one task that runs all three phases on its own tiles (input
+/// transform, the 36 GEMMs, output transform); the tasks need one fork-join in all.
+#[allow(clippy::too_many_arguments)]
+fn run_bands(
+    isa: Isa,
+    p: &Conv2dParams,
+    f: &WinogradFilters,
+    bias: Option<&[f32]>,
+    act: Activation,
+    input: &[f32],
+    output: &mut [f32],
+    count: usize,
+) {
+    let (oh, ow) = (p.out_h(), p.out_w());
+    let th = oh.div_ceil(4);
+    if th == 0 || ow == 0 {
+        return;
+    }
+    let count = count.clamp(1, th);
+    // Band `j` starts at tile row j·th/count: sizes differ by at most one and alternate.
+    let start = |j: usize| j * th / count;
+    let plane = oh * ow;
+    let mut bands: Vec<Band> = (0..p.batch)
+        .flat_map(|b| {
+            (0..count).map(move |j| Band {
+                b,
+                ty0: start(j),
+                rows: start(j + 1) - start(j),
+                planes: Vec::with_capacity(p.out_channels),
+            })
+        })
+        .collect();
+    for (i, mut pl) in output.chunks_mut(plane).enumerate() {
+        let b = i / p.out_channels;
+        for j in 0..count {
+            let rows = ((4 * start(j + 1)).min(oh) - 4 * start(j)) * ow;
+            let (piece, rest) = std::mem::take(&mut pl).split_at_mut(rows);
+            bands[b * count + j].planes.push(piece);
+            pl = rest;
+        }
+    }
+    let threads = rayon::current_num_threads();
+    let one = |t: &mut Band| band_task(isa, p, f, bias, act, input, t);
+    if threads > 1 && bands.len() > 1 {
+        bands.par_iter_mut().for_each(one);
+    } else {
+        bands.iter_mut().for_each(one);
+    }
+}
+
+/// The three phases of one [`Band`], on this thread, with its scratch buffers.
+fn band_task(
+    isa: Isa,
+    p: &Conv2dParams,
+    f: &WinogradFilters,
+    bias: Option<&[f32]>,
+    act: Activation,
+    input: &[f32],
+    t: &mut Band,
+) {
+    let (ic, oc) = (p.in_channels, p.out_channels);
+    let tw = p.out_w().div_ceil(4);
+    let n = t.rows * tw;
+    let t0 = t.ty0 * tw;
+    // The transforms work on L = 8 lanes, one 256-bit register: compiled for AVX-512 the
+    // compiler pairs lane arrays into 512-bit registers through the stack (store-forwarding
+    // stalls made the transforms 1.2x slower than with AVX2), so they use AVX2 there.
+    let lane_isa = match isa {
+        Isa::Avx512 => Isa::Avx2Fma,
+        other => other,
+    };
+    let (mut v, mut m) = SCRATCH.with(Cell::take);
+    if v.len() < n * E * ic {
+        v.resize(n * E * ic, 0.0);
+    }
+    if m.len() < n * E * oc {
+        m.resize(n * E * oc, 0.0);
+    }
+    let in_img = ic * p.in_h * p.in_w;
+    let x = &input[t.b * in_img..(t.b + 1) * in_img];
+    {
+        let v = &mut v[..n * E * ic];
+        let m = &mut m[..n * E * oc];
+        // 2. Input transform, tile by tile.
+        simd::vectorize(
+            lane_isa,
+            #[inline(always)]
+            || {
+                for (i, vt) in v.chunks_exact_mut(E * ic).enumerate() {
+                    input_tile(p, x, t0 + i, tw, vt);
+                }
+            },
+        );
+        // 3. One GEMM per position.
+        for (e, me) in m.chunks_exact_mut(n * oc).enumerate() {
+            let a = MatRef {
+                data: &v[e * ic..],
+                rows: n,
+                cols: ic,
+                row_stride: E * ic,
+                col_stride: 1,
+            };
+            gemm::sgemm_packed_with(false, 1.0, a, &f.u[e], 0.0, me, oc, &Epilogue::NONE);
+        }
+        // 4. Output transform, L output planes at a time.
+        let m = &*m;
+        let y_base = 4 * t.ty0;
+        for (q, planes) in t.planes.chunks_mut(L).enumerate() {
+            simd::vectorize(
+                lane_isa,
+                #[inline(always)]
+                || output_tiles(p, m, (n, t0, tw, y_base), q * L, bias, act, planes),
+            );
+        }
+    }
+    SCRATCH.with(|s| s.set((v, m)));
 }
 
 /// `Bᵀ·d` for one column of 6 values per lane (also applied to rows: `B` is its transpose).
@@ -347,21 +490,19 @@ fn input_tile(p: &Conv2dParams, x: &[f32], t: usize, tw: usize, vt: &mut [f32]) 
     }
 }
 
-/// The output transform for output channels `o0 .. o0+L` (the planes in `planes`, fewer at
-/// the end) and the `n` tiles of the block starting at tile `t0`: `Aᵀ M A + bias`, activated,
-/// cropped to the image.
+/// The output transform for output channels `o0 .. o0+L` (`planes`, fewer at the end: the
+/// rows from `y_base` on of each output plane) and the `n` tiles of the band starting at tile
+/// `t0` (`tw` tiles per row): `Aᵀ M A + bias`, activated, cropped to the image.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 fn output_tiles(
     p: &Conv2dParams,
     m: &[f32],
-    n: usize,
-    t0: usize,
-    tw: usize,
+    (n, t0, tw, y_base): (usize, usize, usize, usize),
     o0: usize,
     bias: Option<&[f32]>,
     act: Activation,
-    planes: &mut [f32],
+    planes: &mut [&mut [f32]],
 ) {
     let oc = p.out_channels;
     let (oh, ow) = (p.out_h(), p.out_w());
@@ -406,10 +547,9 @@ fn output_tiles(
         act.apply_inline(&mut flat);
         let rows = 4.min(oh - y0);
         let cols = 4.min(ow - x0);
-        for l in 0..lanes {
-            let dst = &mut planes[l * oh * ow..(l + 1) * oh * ow];
+        for (l, dst) in planes.iter_mut().enumerate().take(lanes) {
             for i in 0..rows {
-                let at = (y0 + i) * ow + x0;
+                let at = (y0 - y_base + i) * ow + x0;
                 let src = &flat[l * 16 + i * 4..l * 16 + i * 4 + 4];
                 if cols == 4 {
                     dst[at..at + 4].copy_from_slice(src);
@@ -452,7 +592,13 @@ mod tests {
 
     /// Compares with the direct f64 sum: the error stays below 1e-5 of the output scale
     /// (Σ|w·x| over the window, the sum's own conditioning).
-    fn check(isa: Isa, p: Conv2dParams, act: Activation, block: Option<usize>, rng: &mut Rng) {
+    /// A schedule forced by a test: phases over blocks of that many tiles, or that many bands.
+    enum Schedule {
+        Phases(usize),
+        Bands(usize),
+    }
+
+    fn check(isa: Isa, p: Conv2dParams, act: Activation, block: Option<Schedule>, rng: &mut Rng) {
         let x = rng.vec(p.input_len());
         let w = rng.vec(p.weights_len());
         let bias = rng.vec(p.out_channels);
@@ -462,7 +608,8 @@ mod tests {
         reference::conv2d_ref(&p, &x, &w, Some(&bias), act, &mut want);
         let mut got = vec![f32::NAN; p.output_len()];
         match block {
-            Some(b) => run_blocked(isa, &p, &f, Some(&bias), act, &x, &mut got, b),
+            Some(Schedule::Phases(b)) => run_phases(isa, &p, &f, Some(&bias), act, &x, &mut got, b),
+            Some(Schedule::Bands(b)) => run_bands(isa, &p, &f, Some(&bias), act, &x, &mut got, b),
             None => run(isa, &p, &f, Some(&bias), act, &x, &mut got),
         }
         // Inputs and weights are in [-1, 1): the window sum of |w·x| is at most 9·in_c.
@@ -493,14 +640,22 @@ mod tests {
             ] {
                 check(isa, p, act, None, &mut rng);
             }
-            // Several tile blocks, a partial last one.
-            check(
-                isa,
-                params(2, 16, 13, 10, 24, [1, 1, 1, 1]),
-                Activation::None,
-                Some(5),
-                &mut rng,
-            );
+            // Several tile blocks, a partial last one; bands of unequal sizes, one band per
+            // tile row, and more bands asked for than there are tile rows.
+            for schedule in [
+                Schedule::Phases(5),
+                Schedule::Bands(3),
+                Schedule::Bands(4),
+                Schedule::Bands(9),
+            ] {
+                check(
+                    isa,
+                    params(2, 16, 13, 10, 24, [1, 1, 1, 1]),
+                    Activation::Relu,
+                    Some(schedule),
+                    &mut rng,
+                );
+            }
         }
     }
 

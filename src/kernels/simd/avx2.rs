@@ -62,19 +62,21 @@ unsafe fn store_setup(nr: usize, alpha: f32, beta: f32, tail: &RawTail) -> Store
 /// # Safety
 /// - The CPU supports AVX2 and FMA.
 /// - `a` is readable for `kc * 6` floats, `b` for `kc * 16` floats.
-/// - `c[r]` for `r < M` is valid for reads and writes of the tile's `nr` floats, the ranges
-///   disjoint from each other and from `a`/`b`.
-/// - `row_bias` is null or readable for `M` floats; `res` is null or points to `M` pointers,
-///   each readable for the tile's `nr` floats.
+/// - `c[r]` for `r < M` has the tile's `nr` floats from `col` on (`c[r].len() ≥ col + nr`;
+///   the rows are distinct `&mut` slices, so disjoint from each other and from `a`/`b`).
+/// - `row_bias` is null or readable for `M` floats; `res` is null or points to `M` row slices,
+///   each with the tile's `nr` floats from `col` on.
 #[target_feature(enable = "avx2,fma")]
 #[inline]
+#[allow(clippy::too_many_arguments)]
 unsafe fn tile<const M: usize>(
     kc: usize,
     a: *const f32,
     b: *const f32,
-    c: &[*mut f32],
+    c: &mut [&mut [f32]],
+    col: usize,
     row_bias: *const f32,
-    res: *const *const f32,
+    res: *const &[f32],
     s: &Store,
 ) {
     let mut acc0 = [_mm256_setzero_ps(); M];
@@ -94,7 +96,7 @@ unsafe fn tile<const M: usize>(
         }
     }
     for i in 0..M {
-        let p0 = c[i];
+        let p0 = c[i].as_mut_ptr().wrapping_add(col);
         // Masked-off lanes are neither read nor written (vmaskmov does not fault on them), so
         // `p1` may point past the row when nr ≤ 8; `wrapping_add` keeps the arithmetic defined.
         let p1 = p0.wrapping_add(8);
@@ -127,7 +129,7 @@ unsafe fn tile<const M: usize>(
             // SAFETY: a non-null `res` holds M row pointers, each readable for the tile's `nr`
             // floats (contract): all 16 for a full tile, else the lanes m0/m1 select.
             unsafe {
-                let q0 = *res.add(i);
+                let q0 = (*res.add(i)).as_ptr().wrapping_add(col);
                 let q1 = q0.wrapping_add(8);
                 let (z0, z1) = if s.full {
                     (_mm256_loadu_ps(q0), _mm256_loadu_ps(q1))
@@ -165,18 +167,18 @@ unsafe fn tile<const M: usize>(
 /// # Safety
 /// - The CPU supports AVX2 and FMA.
 /// - `a` is readable for `⌈c.len()/6⌉ · kc · 6` floats, `b` for `kc · 16` floats.
-/// - Every `c[r]` is valid for reads and writes of `nr` floats (`1 ≤ nr ≤ 16`), the ranges
-///   disjoint from each other and from `a`/`b`.
+/// - Every `c[r]` has `nr` floats from `col` on (`1 ≤ nr ≤ 16`, `c[r].len() ≥ col + nr`).
 /// - `tail.row_bias` is null or readable for `c.len()` floats; `tail.col_bias` null or
-///   readable for `nr` floats; `tail.residual` null or pointing to `c.len()` pointers, each
-///   readable for `nr` floats.
+///   readable for `nr` floats; `tail.residual` null or pointing to `c.len()` row slices,
+///   each with `nr` floats from `col` on.
 #[target_feature(enable = "avx2,fma")]
 #[allow(clippy::too_many_arguments)]
 pub(super) unsafe fn kernel_column(
     kc: usize,
     a: *const f32,
     b: *const f32,
-    c: &[*mut f32],
+    c: &mut [&mut [f32]],
+    col: usize,
     nr: usize,
     alpha: f32,
     beta: f32,
@@ -184,7 +186,7 @@ pub(super) unsafe fn kernel_column(
 ) {
     // SAFETY: forwarded contract.
     let s = unsafe { store_setup(nr, alpha, beta, tail) };
-    for (p, rows) in c.chunks(MR).enumerate() {
+    for (p, rows) in c.chunks_mut(MR).enumerate() {
         let ap = a.wrapping_add(p * kc * MR);
         let rb = if tail.row_bias.is_null() {
             tail.row_bias
@@ -200,12 +202,12 @@ pub(super) unsafe fn kernel_column(
         // are in range (contract); `rows.len()` is the tile height.
         unsafe {
             match rows.len() {
-                1 => tile::<1>(kc, ap, b, rows, rb, res, &s),
-                2 => tile::<2>(kc, ap, b, rows, rb, res, &s),
-                3 => tile::<3>(kc, ap, b, rows, rb, res, &s),
-                4 => tile::<4>(kc, ap, b, rows, rb, res, &s),
-                5 => tile::<5>(kc, ap, b, rows, rb, res, &s),
-                _ => tile::<6>(kc, ap, b, rows, rb, res, &s),
+                1 => tile::<1>(kc, ap, b, rows, col, rb, res, &s),
+                2 => tile::<2>(kc, ap, b, rows, col, rb, res, &s),
+                3 => tile::<3>(kc, ap, b, rows, col, rb, res, &s),
+                4 => tile::<4>(kc, ap, b, rows, col, rb, res, &s),
+                5 => tile::<5>(kc, ap, b, rows, col, rb, res, &s),
+                _ => tile::<6>(kc, ap, b, rows, col, rb, res, &s),
             }
         }
     }

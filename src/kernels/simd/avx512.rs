@@ -67,19 +67,22 @@ unsafe fn store_setup(nr: usize, alpha: f32, beta: f32, tail: &RawTail) -> Store
 /// # Safety
 /// - The CPU supports AVX-512F.
 /// - `a` is readable for `kc * 8` floats, `b` for `kc * 32` floats.
-/// - `c[r]` for `r < M` is valid for reads and writes of the tile's `nr` floats, the ranges
-///   disjoint from each other and from `a`/`b`; `W2` is false only when `nr ≤ 16`.
-/// - `row_bias` is null or readable for `M` floats; `res` is null or points to `M` pointers,
-///   each readable for the tile's `nr` floats.
+/// - `c[r]` for `r < M` has the tile's `nr` floats from `col` on (`c[r].len() ≥ col + nr`;
+///   the rows are distinct `&mut` slices, so disjoint from each other and from `a`/`b`),
+///   and `W2` is false only when `nr ≤ 16`.
+/// - `row_bias` is null or readable for `M` floats; `res` is null or points to `M` row slices,
+///   each with the tile's `nr` floats from `col` on.
 #[target_feature(enable = "avx512f")]
 #[inline]
+#[allow(clippy::too_many_arguments)]
 unsafe fn tile<const M: usize, const W2: bool>(
     kc: usize,
     a: *const f32,
     b: *const f32,
-    c: &[*mut f32],
+    c: &mut [&mut [f32]],
+    col: usize,
     row_bias: *const f32,
-    res: *const *const f32,
+    res: *const &[f32],
     s: &Store,
 ) {
     let mut acc0 = [_mm512_setzero_ps(); M];
@@ -101,7 +104,7 @@ unsafe fn tile<const M: usize, const W2: bool>(
         }
     }
     for i in 0..M {
-        let p0 = c[i];
+        let p0 = c[i].as_mut_ptr().wrapping_add(col);
         // Masked-off lanes are neither read nor written, so `p1` may point past the row when
         // nr ≤ 16 (mask m1 is then 0); `wrapping_add` keeps the pointer arithmetic defined.
         let p1 = p0.wrapping_add(16);
@@ -133,7 +136,7 @@ unsafe fn tile<const M: usize, const W2: bool>(
             // SAFETY: a non-null `res` holds M row pointers, each readable for the lanes the
             // masks select (contract).
             unsafe {
-                let q0 = *res.add(i);
+                let q0 = (*res.add(i)).as_ptr().wrapping_add(col);
                 r0 = _mm512_add_ps(r0, _mm512_maskz_loadu_ps(s.m0, q0));
                 if W2 {
                     r1 = _mm512_add_ps(r1, _mm512_maskz_loadu_ps(s.m1, q0.wrapping_add(16)));
@@ -164,18 +167,18 @@ unsafe fn tile<const M: usize, const W2: bool>(
 /// # Safety
 /// - The CPU supports AVX-512F.
 /// - `a` is readable for `⌈c.len()/8⌉ · kc · 8` floats, `b` for `kc · 32` floats.
-/// - Every `c[r]` is valid for reads and writes of `nr` floats (`1 ≤ nr ≤ 32`), the ranges
-///   disjoint from each other and from `a`/`b`.
+/// - Every `c[r]` has `nr` floats from `col` on (`1 ≤ nr ≤ 32`, `c[r].len() ≥ col + nr`).
 /// - `tail.row_bias` is null or readable for `c.len()` floats; `tail.col_bias` null or
-///   readable for `nr` floats; `tail.residual` null or pointing to `c.len()` pointers, each
-///   readable for `nr` floats.
+///   readable for `nr` floats; `tail.residual` null or pointing to `c.len()` row slices,
+///   each with `nr` floats from `col` on.
 #[target_feature(enable = "avx512f")]
 #[allow(clippy::too_many_arguments)]
 pub(super) unsafe fn kernel_column(
     kc: usize,
     a: *const f32,
     b: *const f32,
-    c: &[*mut f32],
+    c: &mut [&mut [f32]],
+    col: usize,
     nr: usize,
     alpha: f32,
     beta: f32,
@@ -184,7 +187,7 @@ pub(super) unsafe fn kernel_column(
     // SAFETY: forwarded contract.
     let s = unsafe { store_setup(nr, alpha, beta, tail) };
     let wide = nr > 16;
-    for (p, rows) in c.chunks(MR).enumerate() {
+    for (p, rows) in c.chunks_mut(MR).enumerate() {
         let ap = a.wrapping_add(p * kc * MR);
         let rb = if tail.row_bias.is_null() {
             tail.row_bias
@@ -199,14 +202,14 @@ pub(super) unsafe fn kernel_column(
         macro_rules! go {
             ($w:literal) => {
                 match rows.len() {
-                    1 => tile::<1, $w>(kc, ap, b, rows, rb, res, &s),
-                    2 => tile::<2, $w>(kc, ap, b, rows, rb, res, &s),
-                    3 => tile::<3, $w>(kc, ap, b, rows, rb, res, &s),
-                    4 => tile::<4, $w>(kc, ap, b, rows, rb, res, &s),
-                    5 => tile::<5, $w>(kc, ap, b, rows, rb, res, &s),
-                    6 => tile::<6, $w>(kc, ap, b, rows, rb, res, &s),
-                    7 => tile::<7, $w>(kc, ap, b, rows, rb, res, &s),
-                    _ => tile::<8, $w>(kc, ap, b, rows, rb, res, &s),
+                    1 => tile::<1, $w>(kc, ap, b, rows, col, rb, res, &s),
+                    2 => tile::<2, $w>(kc, ap, b, rows, col, rb, res, &s),
+                    3 => tile::<3, $w>(kc, ap, b, rows, col, rb, res, &s),
+                    4 => tile::<4, $w>(kc, ap, b, rows, col, rb, res, &s),
+                    5 => tile::<5, $w>(kc, ap, b, rows, col, rb, res, &s),
+                    6 => tile::<6, $w>(kc, ap, b, rows, col, rb, res, &s),
+                    7 => tile::<7, $w>(kc, ap, b, rows, col, rb, res, &s),
+                    _ => tile::<8, $w>(kc, ap, b, rows, col, rb, res, &s),
                 }
             };
         }

@@ -52,13 +52,14 @@ pub(crate) struct TileTail<'a> {
 /// The tail in the form the `unsafe` kernels take (lengths checked by [`micro_column`]).
 #[cfg(target_arch = "x86_64")]
 #[derive(Clone, Copy)]
-struct RawTail {
+struct RawTail<'a> {
     /// Per-row biases (one readable float per row), or null.
     row_bias: *const f32,
     /// Per-column biases (`nr_eff` readable floats), or null.
     col_bias: *const f32,
-    /// One pointer per row to `nr_eff` readable residual floats, or null.
-    residual: *const *const f32,
+    /// One residual row slice per row of C (each with `nr_eff` floats from the column on), or
+    /// null.
+    residual: *const &'a [f32],
     /// Clamp bounds.
     clamp: Option<(f32, f32)>,
 }
@@ -112,13 +113,8 @@ pub(crate) fn micro_column(
     }
 }
 
-/// Rows per call of the SIMD column kernels (bounds their pointer arrays; a multiple of every
-/// `mr`).
-#[cfg(target_arch = "x86_64")]
-const COLUMN_ROWS: usize = 96;
-
-/// [`micro_column`] by the AVX2 or AVX-512 column kernel, `COLUMN_ROWS` rows per call (lengths
-/// checked by the caller).
+/// [`micro_column`] by the AVX2 or AVX-512 column kernel (lengths checked by the caller). The
+/// kernels index the row slices themselves: no per-column pointer arrays.
 #[cfg(target_arch = "x86_64")]
 #[allow(clippy::too_many_arguments)]
 fn simd_column(
@@ -133,50 +129,46 @@ fn simd_column(
     beta: f32,
     tail: &TileTail,
 ) {
-    let mr = self::mr(isa);
     assert!(
         cpu::supported(isa),
         "{} not supported by this CPU",
         cpu::name(isa)
     );
-    let mut ptrs = [std::ptr::null_mut::<f32>(); COLUMN_ROWS];
-    let mut res = [std::ptr::null::<f32>(); COLUMN_ROWS];
-    for (chunk, part) in rows.chunks_mut(COLUMN_ROWS).enumerate() {
-        let r0 = chunk * COLUMN_ROWS;
-        for (p, r) in ptrs.iter_mut().zip(part.iter_mut()) {
-            *p = r[col..col + nr_eff].as_mut_ptr();
-        }
-        if let Some(z) = tail.residual {
-            for (q, r) in res.iter_mut().zip(&z[r0..r0 + part.len()]) {
-                *q = r[col..col + nr_eff].as_ptr();
-            }
-        }
-        let raw = RawTail {
-            row_bias: tail.row_bias.map_or(std::ptr::null(), |v| v[r0..].as_ptr()),
-            col_bias: tail.col_bias.map_or(std::ptr::null(), <[f32]>::as_ptr),
-            residual: if tail.residual.is_some() {
-                res.as_ptr()
-            } else {
-                std::ptr::null()
-            },
-            clamp: tail.clamp,
-        };
-        let ap = a[r0 / mr * kc * mr..].as_ptr();
-        let c = &ptrs[..part.len()];
-        // SAFETY: the CPU supports `isa` (checked); `a` holds ⌈rows/mr⌉·kc·mr floats from the
-        // chunk's first panel on (checked by the caller; COLUMN_ROWS is a multiple of mr), `b`
-        // kc·nr (checked); the pointers come from distinct `&mut` rows, each with `nr_eff ≤ nr`
-        // floats from `col` on (sliced above), so they are valid and disjoint; the row bias
-        // holds a value for every row from `r0` on, the column bias `nr_eff` values, and the
-        // residual pointers `nr_eff` readable floats each, one per row of the chunk (checked by
-        // the caller, sliced above).
-        unsafe {
-            match isa {
-                Isa::Avx512 => {
-                    avx512::kernel_column(kc, ap, b.as_ptr(), c, nr_eff, alpha, beta, &raw)
-                }
-                _ => avx2::kernel_column(kc, ap, b.as_ptr(), c, nr_eff, alpha, beta, &raw),
-            }
+    let raw = RawTail {
+        row_bias: tail.row_bias.map_or(std::ptr::null(), <[f32]>::as_ptr),
+        col_bias: tail.col_bias.map_or(std::ptr::null(), <[f32]>::as_ptr),
+        residual: tail.residual.map_or(std::ptr::null(), <[&[f32]]>::as_ptr),
+        clamp: tail.clamp,
+    };
+    // SAFETY: the CPU supports `isa` (checked); `a` holds ⌈rows/mr⌉·kc·mr floats and `b` kc·nr
+    // (checked by the caller); every row is a distinct `&mut` slice with `nr_eff ≤ nr` floats
+    // from `col` on (checked by the caller); the row bias holds a value per row, the column
+    // bias `nr_eff` values, and the residual a row slice per row of C, each with `nr_eff`
+    // floats from `col` on (checked by the caller).
+    unsafe {
+        match isa {
+            Isa::Avx512 => avx512::kernel_column(
+                kc,
+                a.as_ptr(),
+                b.as_ptr(),
+                rows,
+                col,
+                nr_eff,
+                alpha,
+                beta,
+                &raw,
+            ),
+            _ => avx2::kernel_column(
+                kc,
+                a.as_ptr(),
+                b.as_ptr(),
+                rows,
+                col,
+                nr_eff,
+                alpha,
+                beta,
+                &raw,
+            ),
         }
     }
 }
