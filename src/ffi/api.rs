@@ -705,11 +705,13 @@ fn execute(g: &Graph, binding: &Binding, fence: Option<Outcome>, record: bool) -
     // The steps run on a thread of the backend's pool: record them there and keep them with
     // this run's events.
     let (outputs, steps) = g.backend.pool.install(|| {
-        if record {
-            crate::trace::record_run(|| g.exe.run(inputs))
-        } else {
-            (g.exe.run(inputs), Vec::new())
-        }
+        crate::sync::hot::with_hot_workers(|| {
+            if record {
+                crate::trace::record_run(|| g.exe.run(inputs))
+            } else {
+                (g.exe.run(inputs), Vec::new())
+            }
+        })
     });
     crate::trace::adopt(steps);
     let outputs = outputs?;
