@@ -1,8 +1,12 @@
 //! A one-shot event: not signalled, then signalled once with a status and a message.
 
 use crate::error::{Error, Status};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
+
+/// How long [`Event::wait`] polls before it sleeps.
+const WAIT_SPIN: Duration = Duration::from_micros(100);
 
 /// What an event holds once signalled.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -28,6 +32,9 @@ struct State {
 pub struct Event {
     state: Mutex<State>,
     signalled: Condvar,
+    /// Set (under the lock) once the event is signalled or abandoned: what [`Event::wait`]
+    /// polls before it sleeps.
+    settled: AtomicBool,
     /// Made by `onnxRunGraph` for its output fence: only that run may signal it.
     run_owned: bool,
 }
@@ -73,6 +80,7 @@ impl Event {
             ));
         }
         state.outcome = Some(outcome.clone());
+        self.settled.store(true, Ordering::Release);
         let callbacks = std::mem::take(&mut state.callbacks);
         drop(state);
         self.signalled.notify_all();
@@ -113,6 +121,7 @@ impl Event {
     pub fn abandon(&self) {
         let mut state = self.lock();
         state.abandoned = true;
+        self.settled.store(true, Ordering::Release);
         let callbacks = if state.outcome.is_none() {
             std::mem::take(&mut state.callbacks)
         } else {
@@ -131,7 +140,13 @@ impl Event {
     }
 
     /// Waits until signalled. Returns `None` if the event was abandoned before being signalled.
+    /// Polls for [`WAIT_SPIN`] first (yielding the core to runnable threads), so that a run
+    /// ending soon hands its result over without a wake-up.
     pub fn wait(&self) -> Option<Outcome> {
+        let start = Instant::now();
+        while !self.settled.load(Ordering::Acquire) && start.elapsed() < WAIT_SPIN {
+            std::thread::yield_now();
+        }
         let mut state = self.lock();
         loop {
             if let Some(o) = &state.outcome {
