@@ -1495,6 +1495,17 @@ def resource_bomb_specs():
             [node("Expand", ["x", "s"], ["v"]), node("CumSum", ["v", "ax"], ["big"])],
             [vi("x", 1, [1])], [const("s", [n]), const("ax", 0)], "big"))
     add("Loop with 2^31 scan outputs of float[1024]", lambda: loop_scan_model(2**31))
+    # Pads far wider than the input with a large stride: a small output over a huge padded
+    # plane (a materialised padded copy of it would not fit in memory), plain and depthwise;
+    # with stride 1 along one axis the output itself is huge.
+    for pad in (10**6, 10**9):
+        for strides in ([pad, pad], [pad, 1]):
+            for group in (1, 4):
+                add(f"Conv group {group} pads {pad} strides {strides}",
+                    lambda p=pad, s=strides, g=group: reduced(
+                        [node("Conv", ["x", "w"], ["big"], pads=[p, p, p, p], strides=s,
+                              group=g)],
+                        [vi("x", 1, [1, 4, 3, 6]), vi("w", 1, [4, 4 // g, 3, 3])], [], "big"))
     return specs
 
 
@@ -1534,7 +1545,7 @@ FAMILIES = [
     ("external_data", family_external_data, 3, None),
     ("opset_domain", family_opset_domain, 5, None),
     ("empty_model", family_empty_model, 0, 20),
-    ("resource_bomb", family_resource_bomb, 5, "resource_bomb_specs"),
+    ("resource_bomb", family_resource_bomb, 6, "resource_bomb_specs"),
 ]
 
 

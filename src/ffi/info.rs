@@ -53,7 +53,7 @@ pub fn value(kind: onnxBackendInfo) -> Result<Vec<u8>> {
         ONNXIFI_BACKEND_MACS_FP16 => u64le(0),
         ONNXIFI_BACKEND_MEMORY_BANDWIDTH => u64le(backend::memory_bandwidth()),
         ONNXIFI_BACKEND_SIMD_RUST => string(crate::kernels::cpu::name(crate::kernels::cpu::isa())),
-        ONNXIFI_BACKEND_OPERATORS_RUST => string(&operator_table()),
+        ONNXIFI_BACKEND_OPERATORS_RUST => string(operator_table()),
         ONNXIFI_BACKEND_PROFILE_RUST => string(&profile_table()),
         ONNXIFI_BACKEND_NUM_THREADS_RUST => u64le(backend::thread_count() as u64),
         other => {
@@ -65,8 +65,14 @@ pub fn value(kind: onnxBackendInfo) -> Result<Vec<u8>> {
     })
 }
 
-/// One line per registered operator: `domain:op_type oldest..newest types`.
-fn operator_table() -> String {
+/// One line per registered operator: `domain:op_type oldest..newest types` (made once: the
+/// registry is fixed, and the size-query protocol asks for a value twice).
+fn operator_table() -> &'static str {
+    static TABLE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    TABLE.get_or_init(make_operator_table)
+}
+
+fn make_operator_table() -> String {
     let mut lines: Vec<String> = crate::ops::REGISTRY
         .iter()
         .map(|d| {
