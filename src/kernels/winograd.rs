@@ -182,22 +182,8 @@ fn run_phases(
     let tw = ow.div_ceil(4);
     let tiles = oh.div_ceil(4) * tw;
     let par = rayon::current_num_threads() > 1;
-    // The transforms work on L = 8 lanes, one 256-bit register: compiled for AVX-512 the
-    // compiler pairs lane arrays into 512-bit registers through the stack (store-forwarding
-    // stalls made the transforms 1.2x slower than with AVX2), so they use AVX2 there.
-    let lane_isa = match isa {
-        Isa::Avx512 => Isa::Avx2Fma,
-        other => other,
-    };
-    let (mut v, mut m) = SCRATCH.with(Cell::take);
-    let need_v = block * E * ic;
-    let need_m = block * E * oc;
-    if v.len() < need_v {
-        v.resize(need_v, 0.0);
-    }
-    if m.len() < need_m {
-        m.resize(need_m, 0.0);
-    }
+    let lane_isa = lane_isa(isa);
+    let (mut v, mut m) = take_scratch(block * E * ic, block * E * oc);
     let in_img = ic * p.in_h * p.in_w;
     let out_img = oc * oh * ow;
     if tiles == 0 {
@@ -249,6 +235,30 @@ fn run_phases(
         }
     }
     SCRATCH.with(|s| s.set((v, m)));
+}
+
+/// The ISA of the transforms. They work on L = 8 lanes, one 256-bit register: compiled for
+/// AVX-512 the compiler pairs lane arrays into 512-bit registers through the stack
+/// (store-forwarding stalls made the transforms 1.2x slower than with AVX2), so they use AVX2
+/// there.
+fn lane_isa(isa: Isa) -> Isa {
+    match isa {
+        Isa::Avx512 => Isa::Avx2Fma,
+        other => other,
+    }
+}
+
+/// This thread's scratch buffers for transformed inputs and GEMM outputs, at least `v_len`
+/// and `m_len` floats (contents stale); given back with `SCRATCH.with(|s| s.set(..))`.
+fn take_scratch(v_len: usize, m_len: usize) -> (Vec<f32>, Vec<f32>) {
+    let (mut v, mut m) = SCRATCH.with(Cell::take);
+    if v.len() < v_len {
+        v.resize(v_len, 0.0);
+    }
+    if m.len() < m_len {
+        m.resize(m_len, 0.0);
+    }
+    (v, m)
 }
 
 /// Calls `f(index, chunk)` for every `size`-float chunk of `data`, on rayon's pool when `par`.
@@ -337,20 +347,8 @@ fn band_task(
     let tw = p.out_w().div_ceil(4);
     let n = t.rows * tw;
     let t0 = t.ty0 * tw;
-    // The transforms work on L = 8 lanes, one 256-bit register: compiled for AVX-512 the
-    // compiler pairs lane arrays into 512-bit registers through the stack (store-forwarding
-    // stalls made the transforms 1.2x slower than with AVX2), so they use AVX2 there.
-    let lane_isa = match isa {
-        Isa::Avx512 => Isa::Avx2Fma,
-        other => other,
-    };
-    let (mut v, mut m) = SCRATCH.with(Cell::take);
-    if v.len() < n * E * ic {
-        v.resize(n * E * ic, 0.0);
-    }
-    if m.len() < n * E * oc {
-        m.resize(n * E * oc, 0.0);
-    }
+    let lane_isa = lane_isa(isa);
+    let (mut v, mut m) = take_scratch(n * E * ic, n * E * oc);
     let in_img = ic * p.in_h * p.in_w;
     let x = &input[t.b * in_img..(t.b + 1) * in_img];
     {

@@ -140,36 +140,27 @@ fn simd_column(
         residual: tail.residual.map_or(std::ptr::null(), <[&[f32]]>::as_ptr),
         clamp: tail.clamp,
     };
+    let kernel = match isa {
+        Isa::Avx512 => avx512::kernel_column,
+        _ => avx2::kernel_column,
+    };
     // SAFETY: the CPU supports `isa` (checked); `a` holds ⌈rows/mr⌉·kc·mr floats and `b` kc·nr
     // (checked by the caller); every row is a distinct `&mut` slice with `nr_eff ≤ nr` floats
     // from `col` on (checked by the caller); the row bias holds a value per row, the column
     // bias `nr_eff` values, and the residual a row slice per row of C, each with `nr_eff`
     // floats from `col` on (checked by the caller).
     unsafe {
-        match isa {
-            Isa::Avx512 => avx512::kernel_column(
-                kc,
-                a.as_ptr(),
-                b.as_ptr(),
-                rows,
-                col,
-                nr_eff,
-                alpha,
-                beta,
-                &raw,
-            ),
-            _ => avx2::kernel_column(
-                kc,
-                a.as_ptr(),
-                b.as_ptr(),
-                rows,
-                col,
-                nr_eff,
-                alpha,
-                beta,
-                &raw,
-            ),
-        }
+        kernel(
+            kc,
+            a.as_ptr(),
+            b.as_ptr(),
+            rows,
+            col,
+            nr_eff,
+            alpha,
+            beta,
+            &raw,
+        )
     }
 }
 
