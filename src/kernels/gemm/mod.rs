@@ -34,6 +34,8 @@ mod tests;
 
 use super::cpu::{self, Isa};
 use super::simd;
+#[cfg(test)]
+use driver::read_b_in_place;
 use driver::{gemm, Src};
 use pack::{pack_a, pack_b, MatSource};
 

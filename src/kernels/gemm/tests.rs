@@ -284,3 +284,60 @@ fn fused_clamp_keeps_nan() {
         }
     }
 }
+
+#[test]
+fn b_read_in_place() {
+    // Shapes whose B is read where it lies (few rows of C, or a shallow B): edge columns,
+    // several K blocks, B rows wider than its columns (a strided view), the NC block boundary,
+    // the whole-K parallel driver; with a per-row bias, a residual and Relu.
+    for isa in cpu::test_isas() {
+        let mut rng = Rng::new(23);
+        for &(m, n, k, parallel) in &[
+            (1, 70, 5, false),
+            (7, 33, 300, false),
+            (24, 3136, 144, true),
+            (48, 2000, 300, true),
+            (64, 95, 600, false),
+            (20, NC + 45, 300, false),
+            (200, 333, 17, true),
+            (96, 12544, 16, false),
+        ] {
+            let ldb = n + 5;
+            let a = rng.vec(m * k);
+            let b = rng.vec(k * ldb);
+            let am = MatRef::row_major(&a, m, k);
+            let bm = MatRef {
+                data: &b,
+                rows: k,
+                cols: n,
+                row_stride: ldb,
+                col_stride: 1,
+            };
+            if isa != Isa::Portable {
+                assert!(read_b_in_place(isa, &Src::Mat(bm), m, k), "{m}x{n}x{k}");
+            }
+            let row_bias = rng.vec(m);
+            let z = rng.vec(m * n);
+            let mut want = vec![0.0; m * n];
+            reference::gemm_ref(1.0, &am, &bm, 0.0, &mut want, n);
+            for (i, row) in want.chunks_mut(n).enumerate() {
+                for (j, v) in row.iter_mut().enumerate() {
+                    *v = (*v + row_bias[i] + z[i * n + j]).max(0.0);
+                }
+            }
+            let ep = Epilogue {
+                bias: Bias::PerRow(&row_bias),
+                residual: Some((&z, n)),
+                activation: Activation::Relu,
+            };
+            let what = format!("{isa:?} {m}x{n}x{k} parallel {parallel}");
+            let mut got = vec![f32::NAN; m * n];
+            sgemm_with(isa, parallel, 1.0, am, bm, 0.0, &mut got, n, &ep);
+            check_close(&got, &want, k, &what);
+            let pa = PackedA::with_isa(isa, am);
+            let mut got = vec![f32::NAN; m * n];
+            sgemm_packed_a_with(parallel, 1.0, &pa, bm, 0.0, &mut got, n, &ep);
+            check_close(&got, &want, k, &format!("packed A {what}"));
+        }
+    }
+}

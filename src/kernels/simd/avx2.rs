@@ -61,7 +61,7 @@ unsafe fn store_setup(nr: usize, alpha: f32, beta: f32, tail: &RawTail) -> Store
 ///
 /// # Safety
 /// - The CPU supports AVX2 and FMA.
-/// - `a` is readable for `kc * 6` floats, `b` for `kc * 16` floats.
+/// - `a` is readable for `kc * 6` floats, `b` for 16 floats from each `k * ldb`, `k < kc`.
 /// - `c[r]` for `r < M` has the tile's `nr` floats from `col` on (`c[r].len() ≥ col + nr`;
 ///   the rows are distinct `&mut` slices, so disjoint from each other and from `a`/`b`).
 /// - `row_bias` is null or readable for `M` floats; `res` is null or points to `M` row slices,
@@ -73,6 +73,7 @@ unsafe fn tile<const M: usize>(
     kc: usize,
     a: *const f32,
     b: *const f32,
+    ldb: usize,
     c: &mut [&mut [f32]],
     col: usize,
     row_bias: *const f32,
@@ -82,9 +83,9 @@ unsafe fn tile<const M: usize>(
     let mut acc0 = [_mm256_setzero_ps(); M];
     let mut acc1 = [_mm256_setzero_ps(); M];
     for k in 0..kc {
-        // SAFETY: k < kc, so `b + k*16 .. +16` and `a + k*6 .. +6` are inside the panels.
+        // SAFETY: k < kc, so `b + k*ldb .. +16` and `a + k*6 .. +6` are inside the panels.
         unsafe {
-            let bp = b.add(k * NR);
+            let bp = b.add(k * ldb);
             let ap = a.add(k * MR);
             let b0 = _mm256_loadu_ps(bp);
             let b1 = _mm256_loadu_ps(bp.add(8));
@@ -166,7 +167,8 @@ unsafe fn tile<const M: usize>(
 ///
 /// # Safety
 /// - The CPU supports AVX2 and FMA.
-/// - `a` is readable for `⌈c.len()/6⌉ · kc · 6` floats, `b` for `kc · 16` floats.
+/// - `a` is readable for `⌈c.len()/6⌉ · kc · 6` floats, `b` for 16 floats from each `k · ldb`,
+///   `k < kc` (a packed micro-panel has `ldb = 16`).
 /// - Every `c[r]` has `nr` floats from `col` on (`1 ≤ nr ≤ 16`, `c[r].len() ≥ col + nr`).
 /// - `tail.row_bias` is null or readable for `c.len()` floats; `tail.col_bias` null or
 ///   readable for `nr` floats; `tail.residual` null or pointing to `c.len()` row slices,
@@ -177,6 +179,7 @@ pub(super) unsafe fn kernel_column(
     kc: usize,
     a: *const f32,
     b: *const f32,
+    ldb: usize,
     c: &mut [&mut [f32]],
     col: usize,
     nr: usize,
@@ -202,12 +205,12 @@ pub(super) unsafe fn kernel_column(
         // are in range (contract); `rows.len()` is the tile height.
         unsafe {
             match rows.len() {
-                1 => tile::<1>(kc, ap, b, rows, col, rb, res, &s),
-                2 => tile::<2>(kc, ap, b, rows, col, rb, res, &s),
-                3 => tile::<3>(kc, ap, b, rows, col, rb, res, &s),
-                4 => tile::<4>(kc, ap, b, rows, col, rb, res, &s),
-                5 => tile::<5>(kc, ap, b, rows, col, rb, res, &s),
-                _ => tile::<6>(kc, ap, b, rows, col, rb, res, &s),
+                1 => tile::<1>(kc, ap, b, ldb, rows, col, rb, res, &s),
+                2 => tile::<2>(kc, ap, b, ldb, rows, col, rb, res, &s),
+                3 => tile::<3>(kc, ap, b, ldb, rows, col, rb, res, &s),
+                4 => tile::<4>(kc, ap, b, ldb, rows, col, rb, res, &s),
+                5 => tile::<5>(kc, ap, b, ldb, rows, col, rb, res, &s),
+                _ => tile::<6>(kc, ap, b, ldb, rows, col, rb, res, &s),
             }
         }
     }

@@ -9,8 +9,6 @@ use super::{DwPlane, RawTail, DW_MAX_KW};
 
 /// Packed A micro-panel row count (k-major stride of A).
 const MR: usize = 8;
-/// Packed B micro-panel width (k-major stride of B).
-const NR: usize = 32;
 
 /// Write-back state shared by the tiles of one column of C: lane masks, alpha and beta, the
 /// column bias and the clamp bounds.
@@ -66,7 +64,7 @@ unsafe fn store_setup(nr: usize, alpha: f32, beta: f32, tail: &RawTail) -> Store
 ///
 /// # Safety
 /// - The CPU supports AVX-512F.
-/// - `a` is readable for `kc * 8` floats, `b` for `kc * 32` floats.
+/// - `a` is readable for `kc * 8` floats, `b` for 32 floats from each `k * ldb`, `k < kc`.
 /// - `c[r]` for `r < M` has the tile's `nr` floats from `col` on (`c[r].len() ≥ col + nr`;
 ///   the rows are distinct `&mut` slices, so disjoint from each other and from `a`/`b`),
 ///   and `W2` is false only when `nr ≤ 16`.
@@ -79,6 +77,7 @@ unsafe fn tile<const M: usize, const W2: bool>(
     kc: usize,
     a: *const f32,
     b: *const f32,
+    ldb: usize,
     c: &mut [&mut [f32]],
     col: usize,
     row_bias: *const f32,
@@ -88,9 +87,9 @@ unsafe fn tile<const M: usize, const W2: bool>(
     let mut acc0 = [_mm512_setzero_ps(); M];
     let mut acc1 = [_mm512_setzero_ps(); M];
     for k in 0..kc {
-        // SAFETY: k < kc, so `b + k*32 .. +32` and `a + k*8 .. +8` are inside the panels.
+        // SAFETY: k < kc, so `b + k*ldb .. +32` and `a + k*8 .. +8` are inside the panels.
         unsafe {
-            let bp = b.add(k * NR);
+            let bp = b.add(k * ldb);
             let ap = a.add(k * MR);
             let b0 = _mm512_loadu_ps(bp);
             let b1 = if W2 { _mm512_loadu_ps(bp.add(16)) } else { b0 };
@@ -166,7 +165,8 @@ unsafe fn tile<const M: usize, const W2: bool>(
 ///
 /// # Safety
 /// - The CPU supports AVX-512F.
-/// - `a` is readable for `⌈c.len()/8⌉ · kc · 8` floats, `b` for `kc · 32` floats.
+/// - `a` is readable for `⌈c.len()/8⌉ · kc · 8` floats, `b` for 32 floats from each `k · ldb`,
+///   `k < kc` (a packed micro-panel has `ldb = 32`).
 /// - Every `c[r]` has `nr` floats from `col` on (`1 ≤ nr ≤ 32`, `c[r].len() ≥ col + nr`).
 /// - `tail.row_bias` is null or readable for `c.len()` floats; `tail.col_bias` null or
 ///   readable for `nr` floats; `tail.residual` null or pointing to `c.len()` row slices,
@@ -177,6 +177,7 @@ pub(super) unsafe fn kernel_column(
     kc: usize,
     a: *const f32,
     b: *const f32,
+    ldb: usize,
     c: &mut [&mut [f32]],
     col: usize,
     nr: usize,
@@ -202,14 +203,14 @@ pub(super) unsafe fn kernel_column(
         macro_rules! go {
             ($w:literal) => {
                 match rows.len() {
-                    1 => tile::<1, $w>(kc, ap, b, rows, col, rb, res, &s),
-                    2 => tile::<2, $w>(kc, ap, b, rows, col, rb, res, &s),
-                    3 => tile::<3, $w>(kc, ap, b, rows, col, rb, res, &s),
-                    4 => tile::<4, $w>(kc, ap, b, rows, col, rb, res, &s),
-                    5 => tile::<5, $w>(kc, ap, b, rows, col, rb, res, &s),
-                    6 => tile::<6, $w>(kc, ap, b, rows, col, rb, res, &s),
-                    7 => tile::<7, $w>(kc, ap, b, rows, col, rb, res, &s),
-                    _ => tile::<8, $w>(kc, ap, b, rows, col, rb, res, &s),
+                    1 => tile::<1, $w>(kc, ap, b, ldb, rows, col, rb, res, &s),
+                    2 => tile::<2, $w>(kc, ap, b, ldb, rows, col, rb, res, &s),
+                    3 => tile::<3, $w>(kc, ap, b, ldb, rows, col, rb, res, &s),
+                    4 => tile::<4, $w>(kc, ap, b, ldb, rows, col, rb, res, &s),
+                    5 => tile::<5, $w>(kc, ap, b, ldb, rows, col, rb, res, &s),
+                    6 => tile::<6, $w>(kc, ap, b, ldb, rows, col, rb, res, &s),
+                    7 => tile::<7, $w>(kc, ap, b, ldb, rows, col, rb, res, &s),
+                    _ => tile::<8, $w>(kc, ap, b, ldb, rows, col, rb, res, &s),
                 }
             };
         }

@@ -66,7 +66,8 @@ struct RawTail<'a> {
 
 /// A column of micro-tiles: for every `mr` rows of `rows` (the A micro-panels consecutive in
 /// `a`, `kc * mr(isa)` floats each, k-major, rows padded with zeros) and the B micro-panel `b`
-/// (`kc * nr(isa)` floats, k-major):
+/// (`nr(isa)` floats of each of its `kc` rows, row `k` at `b[k * ldb]`: a packed k-major panel
+/// has `ldb = nr(isa)`, a row-major matrix read in place its row stride):
 /// `C[r][col..col+nr_eff] = clamp(alpha·A·B + beta·C + row_bias + col_bias + residual)`, with
 /// `tail.row_bias` and `tail.residual` covering all of `rows`.
 ///
@@ -79,6 +80,7 @@ pub(crate) fn micro_column(
     kc: usize,
     a: &[f32],
     b: &[f32],
+    ldb: usize,
     rows: &mut [&mut [f32]],
     col: usize,
     nr_eff: usize,
@@ -88,7 +90,8 @@ pub(crate) fn micro_column(
 ) {
     let (mr, nr) = (mr(isa), nr(isa));
     let m = rows.len();
-    assert!((1..=nr).contains(&nr_eff) && b.len() >= kc * nr);
+    assert!((1..=nr).contains(&nr_eff) && ldb >= nr);
+    assert!(kc == 0 || b.len() >= (kc - 1) * ldb + nr);
     assert!(a.len() >= m.div_ceil(mr) * kc * mr);
     assert!(rows.iter().all(|r| r.len() >= col + nr_eff));
     assert!(tail.row_bias.is_none_or(|v| v.len() >= m));
@@ -98,12 +101,12 @@ pub(crate) fn micro_column(
         .is_none_or(|v| v.len() >= m && v.iter().take(m).all(|r| r.len() >= col + nr_eff)));
     #[cfg(target_arch = "x86_64")]
     if matches!(isa, Isa::Avx2Fma | Isa::Avx512) {
-        simd_column(isa, kc, a, b, rows, col, nr_eff, alpha, beta, tail);
+        simd_column(isa, kc, a, b, ldb, rows, col, nr_eff, alpha, beta, tail);
         return;
     }
     for (ip, tile) in rows.chunks_mut(mr).enumerate() {
         let a_micro = &a[ip * kc * mr..(ip + 1) * kc * mr];
-        portable::kernel(kc, a_micro, b, tile, col, nr_eff, alpha, beta);
+        portable::kernel(kc, a_micro, b, ldb, tile, col, nr_eff, alpha, beta);
         let t = TileTail {
             row_bias: tail.row_bias.map(|v| &v[ip * mr..]),
             residual: tail.residual.map(|v| &v[ip * mr..]),
@@ -122,6 +125,7 @@ fn simd_column(
     kc: usize,
     a: &[f32],
     b: &[f32],
+    ldb: usize,
     rows: &mut [&mut [f32]],
     col: usize,
     nr_eff: usize,
@@ -144,8 +148,8 @@ fn simd_column(
         Isa::Avx512 => avx512::kernel_column,
         _ => avx2::kernel_column,
     };
-    // SAFETY: the CPU supports `isa` (checked); `a` holds ⌈rows/mr⌉·kc·mr floats and `b` kc·nr
-    // (checked by the caller); every row is a distinct `&mut` slice with `nr_eff ≤ nr` floats
+    // SAFETY: the CPU supports `isa` (checked); `a` holds ⌈rows/mr⌉·kc·mr floats and `b` nr
+    // floats from each k·ldb, k < kc (checked by the caller); every row is a distinct `&mut` slice with `nr_eff ≤ nr` floats
     // from `col` on (checked by the caller); the row bias holds a value per row, the column
     // bias `nr_eff` values, and the residual a row slice per row of C, each with `nr_eff`
     // floats from `col` on (checked by the caller).
@@ -154,6 +158,7 @@ fn simd_column(
             kc,
             a.as_ptr(),
             b.as_ptr(),
+            ldb,
             rows,
             col,
             nr_eff,

@@ -12,6 +12,7 @@ pub(crate) fn kernel(
     kc: usize,
     a: &[f32],
     b: &[f32],
+    ldb: usize,
     rows: &mut [&mut [f32]],
     col: usize,
     nr_eff: usize,
@@ -19,7 +20,8 @@ pub(crate) fn kernel(
     beta: f32,
 ) {
     let mut acc = [[0.0f32; NR]; MR];
-    for (av, bv) in a.chunks_exact(MR).zip(b.chunks_exact(NR)).take(kc) {
+    for (k, av) in a.chunks_exact(MR).take(kc).enumerate() {
+        let bv = &b[k * ldb..k * ldb + NR];
         for (acc_row, &ai) in acc.iter_mut().zip(av) {
             for (c, &bj) in acc_row.iter_mut().zip(bv) {
                 *c += ai * bj;
