@@ -487,22 +487,49 @@ impl Conv2d {
 
     fn run_depthwise(&self, w: &[f32], input: &[f32], output: &mut [f32], act: Activation) {
         let p = &self.p;
-        let (oh, ow) = (p.out_h(), p.out_w());
-        let in_plane = p.in_h * p.in_w;
-        let khw = p.kernel_h * p.kernel_w;
+        let out_len = p.out_h() * p.out_w();
+        let channels = p.in_channels;
+        if output.is_empty() || channels == 0 {
+            return;
+        }
+        let (in_len, khw) = (p.in_h * p.in_w, p.kernel_h * p.kernel_w);
         let isa = self.isa;
-        let plane = |(idx, out): (usize, &mut [f32])| {
-            let c = idx % p.in_channels;
-            let x = &input[idx * in_plane..(idx + 1) * in_plane];
-            let wc = &w[c * khw..(c + 1) * khw];
-            let b = self.bias.as_ref().map_or(0.0, |v| v[c]);
-            depthwise::plane(isa, p, x, wc, b, act, out);
-        };
-        let par = rayon::current_num_threads() > 1 && output.len() * khw >= 1 << 16;
-        if par {
-            output.par_chunks_mut(oh * ow).enumerate().for_each(plane);
+        let threads = rayon::current_num_threads();
+        let par = threads > 1 && output.len() * khw >= 1 << 16;
+        // Channels per call of the plane kernel: an image's all on one thread; in parallel
+        // about four chunks per thread over the batch.
+        let chunk = if par {
+            channels.div_ceil((4 * threads).div_ceil(p.batch)).max(1)
         } else {
-            output.chunks_mut(oh * ow).enumerate().for_each(plane);
+            channels
+        };
+        let image = |(n, out): (usize, &mut [f32])| {
+            let run = |(q, o): (usize, &mut [f32])| {
+                let c0 = q * chunk;
+                let count = o.len() / out_len;
+                let x = &input[(n * channels + c0) * in_len..][..count * in_len];
+                let wc = &w[c0 * khw..(c0 + count) * khw];
+                let b = self.bias.as_ref().map(|v| &v[c0..c0 + count]);
+                depthwise::planes(isa, p, count, x, wc, b, act, o);
+            };
+            if par {
+                out.par_chunks_mut(chunk * out_len)
+                    .enumerate()
+                    .for_each(run);
+            } else {
+                out.chunks_mut(chunk * out_len).enumerate().for_each(run);
+            }
+        };
+        if par {
+            output
+                .par_chunks_mut(channels * out_len)
+                .enumerate()
+                .for_each(image);
+        } else {
+            output
+                .chunks_mut(channels * out_len)
+                .enumerate()
+                .for_each(image);
         }
     }
 }
@@ -889,6 +916,13 @@ mod tests {
                 let w = d.1 * (k.1 - 1) + 1 + next(150);
                 let p = params(1 + next(2), c, h, w, c, k, s, pad, d, c);
                 check(isa, p, Activation::None, &mut rng);
+            }
+            // Many channels: the plane kernel takes several planes per call, split over the
+            // threads in chunks that do not cross images.
+            for (n, c, hw, st) in [(2, 96, 7, 1), (1, 37, 14, 2), (3, 20, 20, 1)] {
+                let pad = [1, 1, 1, 1];
+                let p = params(n, c, hw, hw, c, (3, 3), (st, st), pad, (1, 1), c);
+                check(isa, p, Activation::Relu, &mut rng);
             }
         }
     }

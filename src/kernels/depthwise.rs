@@ -9,27 +9,37 @@ use super::conv::{valid_range, Conv2dParams};
 use super::cpu::Isa;
 use super::simd;
 
-/// One output plane `out = act(bias + Σ_{ky,kx} w[ky,kx] · shifted(x))` of channel input `x`
-/// and filter `w` (`kernel_h·kernel_w`), by the fastest path `isa` has for the geometry `p`
-/// (the ISA's plane kernel clamps Relu/Clip in registers).
-pub(super) fn plane(
+/// `count` consecutive output planes `out[c] = act(bias[c] + Σ_{ky,kx} w[c][ky,kx] · shifted(x[c]))`
+/// of the channel inputs in `x` (`in_h·in_w` floats each), the filters in `w`
+/// (`kernel_h·kernel_w` each) and the biases (0 without), by the fastest path `isa` has for the
+/// geometry `p` (the ISA's plane kernel clamps Relu/Clip in registers).
+#[allow(clippy::too_many_arguments)]
+pub(super) fn planes(
     isa: Isa,
     p: &Conv2dParams,
+    count: usize,
     x: &[f32],
     w: &[f32],
-    b: f32,
+    bias: Option<&[f32]>,
     act: Activation,
     out: &mut [f32],
 ) {
-    let empty_input = p.in_h == 0 || p.in_w == 0;
+    let (in_len, w_len) = (p.in_h * p.in_w, p.kernel_h * p.kernel_w);
+    let out_len = p.out_h() * p.out_w();
+    let out = &mut out[..count * out_len];
+    let empty_input = in_len == 0;
     let clamp = act.clamp_bounds();
-    if !empty_input && depthwise_plane_simd(isa, p, x, w, b, clamp, out) {
+    if !empty_input && depthwise_planes_simd(isa, p, count, (x, w, bias), clamp, out) {
         if clamp.is_none() {
             act.apply_isa(isa, out);
         }
         return;
     }
-    plane_portable(isa, p, x, w, b, out);
+    for (c, o) in out.chunks_exact_mut(out_len.max(1)).enumerate() {
+        let xc = &x[c * in_len..(c + 1) * in_len];
+        let wc = &w[c * w_len..(c + 1) * w_len];
+        plane_portable(isa, p, xc, wc, bias.map_or(0.0, |b| b[c]), o);
+    }
     act.apply_isa(isa, out);
 }
 
@@ -123,14 +133,14 @@ fn depthwise_plane_fast<const S: usize, const BLK: usize>(
     }
 }
 
-/// One depthwise output plane by the ISA's plane kernel ([`simd::depthwise_plane`]), padding
-/// read as zeros in the kernel; `false` (nothing written) when the ISA or geometry has none.
-fn depthwise_plane_simd(
+/// `count` depthwise output planes by the ISA's plane kernel ([`simd::depthwise_planes`]),
+/// padding read as zeros in the kernel; `false` (nothing written) when the ISA or geometry has
+/// none.
+fn depthwise_planes_simd(
     isa: Isa,
     p: &Conv2dParams,
-    x: &[f32],
-    w: &[f32],
-    bias: f32,
+    count: usize,
+    (x, w, bias): (&[f32], &[f32], Option<&[f32]>),
     clamp: Option<(f32, f32)>,
     out: &mut [f32],
 ) -> bool {
@@ -145,7 +155,7 @@ fn depthwise_plane_simd(
         dilation_h: p.dilation_h,
         pad: (p.pad_top, p.pad_left),
     };
-    simd::depthwise_plane(isa, &g, x, w, bias, clamp, out)
+    simd::depthwise_planes(isa, &g, count, x, w, bias, clamp, out)
 }
 
 /// One depthwise output plane: `out = bias + sum_{ky,kx} w[ky,kx] * shifted(x)`.

@@ -239,54 +239,77 @@ fn lane_mask(start: isize, len: usize) -> __mmask16 {
     (upto & !((1u32 << lo) - 1)) as __mmask16
 }
 
-/// One plane of a depthwise convolution with horizontal stride `S` (1 or 2) and dilation 1:
-/// `out[oy][ox] = bias + Σ_ky Σ_kx w[ky][kx] · x[oy·sh + ky·dh − pad_top][ox·S + kx − pad_left]`,
+/// `planes` consecutive planes of a depthwise convolution with horizontal stride `S` (1 or 2)
+/// and dilation 1, plane `c` reading input plane `c` of `x`, filter `c` of `w` (`kh·kw` each)
+/// and bias `c` (0 when `bias` is null):
+/// `out[c][oy][ox] = bias[c] + Σ_ky Σ_kx w[c][ky][kx] · x[c][oy·sh + ky·dh − pad_top][ox·S + kx − pad_left]`,
 /// positions outside the input reading as zero (padding is never materialised).
 ///
 /// Columns are walked in groups of up to four 16-wide blocks; the load masks of a group are
-/// computed once for all its rows. Each block has two accumulators (even and odd kernel rows),
-/// so that independent FMA chains hide the FMA latency.
+/// computed once for all its rows and, when the plane is one group wide (at most 64 columns),
+/// for all the planes: at 7×7 or 14×14 that setup cost as much as the arithmetic. Each block
+/// has two accumulators (even and odd kernel rows), so that independent FMA chains hide the
+/// FMA latency.
 ///
 /// # Safety
 /// - The CPU supports AVX-512F.
-/// - `x` is valid for reads of `in_h·in_w` floats, `w` of `kh·kw`, `out` for writes of `oh·ow`
-///   and does not overlap `x`; `kw ≤ DW_MAX_KW`.
+/// - `x` is valid for reads of `planes·in_h·in_w` floats, `w` of `planes·kh·kw`, `bias` (when
+///   not null) of `planes`, `out` for writes of `planes·oh·ow` and does not overlap `x`;
+///   `kw ≤ DW_MAX_KW`.
 #[target_feature(enable = "avx512f")]
-pub(super) unsafe fn depthwise_plane<const S: usize>(
+pub(super) unsafe fn depthwise_planes<const S: usize>(
     g: &DwPlane,
+    planes: usize,
     x: *const f32,
     w: *const f32,
-    bias: f32,
+    bias: *const f32,
     out: *mut f32,
 ) {
-    let mut ox0 = 0;
-    while ox0 < g.ow {
-        let blocks = (g.ow - ox0).div_ceil(16);
-        // SAFETY: forwarded contract; the blocks written lie in columns `ox0..ow`.
-        unsafe {
-            match blocks {
-                1 => depthwise_blocks::<S, 1>(g, x, w, bias, out, ox0),
-                2 => depthwise_blocks::<S, 2>(g, x, w, bias, out, ox0),
-                3 => depthwise_blocks::<S, 3>(g, x, w, bias, out, ox0),
-                _ => depthwise_blocks::<S, 4>(g, x, w, bias, out, ox0),
+    let (in_len, out_len, w_len) = (g.in_h * g.in_w, g.oh * g.ow, g.kh * g.kw);
+    let one_group = g.ow <= 64;
+    let groups_of = |c: usize| if one_group { planes - c } else { 1 };
+    let mut c = 0;
+    while c < planes {
+        let n = groups_of(c);
+        // SAFETY: planes `c .. c + n` are inside the buffers (contract).
+        let (xc, wc, oc) = unsafe { (x.add(c * in_len), w.add(c * w_len), out.add(c * out_len)) };
+        // (A null `bias` stays null: offsetting it would make it look like biases.)
+        let bc = if bias.is_null() {
+            bias
+        } else {
+            bias.wrapping_add(c)
+        };
+        let mut ox0 = 0;
+        while ox0 < g.ow {
+            let blocks = (g.ow - ox0).div_ceil(16);
+            let at = (xc, wc, bc, oc);
+            // SAFETY: forwarded contract for planes `c .. c + n`; the blocks written lie in
+            // columns `ox0..ow`.
+            unsafe {
+                match blocks {
+                    1 => depthwise_blocks::<S, 1>(g, n, at, ox0),
+                    2 => depthwise_blocks::<S, 2>(g, n, at, ox0),
+                    3 => depthwise_blocks::<S, 3>(g, n, at, ox0),
+                    _ => depthwise_blocks::<S, 4>(g, n, at, ox0),
+                }
             }
+            ox0 += 16 * blocks.min(4);
         }
-        ox0 += 16 * blocks.min(4);
+        c += n;
     }
 }
 
-/// Columns `ox0 .. ox0 + 16·NB` of every row of [`depthwise_plane`].
+/// Columns `ox0 .. ox0 + 16·NB` of every row of `planes` planes of [`depthwise_planes`], whose
+/// input, filters, biases (or null) and output start at `(x, w, bias, out)`.
 ///
 /// # Safety
-/// As [`depthwise_plane`], with `ox0 < ow`.
+/// As [`depthwise_planes`], with `ox0 < ow`.
 #[target_feature(enable = "avx512f")]
 #[inline]
 unsafe fn depthwise_blocks<const S: usize, const NB: usize>(
     g: &DwPlane,
-    x: *const f32,
-    w: *const f32,
-    bias: f32,
-    out: *mut f32,
+    planes: usize,
+    (x, w, bias, out): (*const f32, *const f32, *const f32, *mut f32),
     ox0: usize,
 ) {
     // Per kernel column and block: where its 16 (strided) inputs start, and their load masks
@@ -304,6 +327,42 @@ unsafe fn depthwise_blocks<const S: usize, const NB: usize>(
     let clamp = g
         .clamp
         .map(|(lo, hi)| (_mm512_set1_ps(lo), _mm512_set1_ps(hi)));
+    for c in 0..planes {
+        // SAFETY: plane `c < planes` of each buffer (contract).
+        let (x, w, out, bias) = unsafe {
+            (
+                x.add(c * g.in_h * g.in_w),
+                w.add(c * g.kh * g.kw),
+                out.add(c * g.oh * g.ow),
+                if bias.is_null() { 0.0 } else { *bias.add(c) },
+            )
+        };
+        // SAFETY: one plane of the contract's buffers, `ox0 < ow`.
+        unsafe {
+            depthwise_rows::<S, NB>(g, (x, w, bias, out), ox0, (&start, &masks), even_idx, clamp)
+        };
+    }
+}
+
+/// The rows of one plane of [`depthwise_blocks`], with its column starts and load masks.
+///
+/// # Safety
+/// As [`depthwise_planes`] for one plane whose input, filter and output start at `x`, `w`
+/// and `out`, with `ox0 < ow`.
+#[target_feature(enable = "avx512f")]
+#[inline]
+#[allow(clippy::type_complexity)]
+unsafe fn depthwise_rows<const S: usize, const NB: usize>(
+    g: &DwPlane,
+    (x, w, bias, out): (*const f32, *const f32, f32, *mut f32),
+    ox0: usize,
+    (start, masks): (
+        &[[isize; NB]; DW_MAX_KW],
+        &[[(__mmask16, __mmask16); NB]; DW_MAX_KW],
+    ),
+    even_idx: __m512i,
+    clamp: Option<(__m512, __m512)>,
+) {
     for oy in 0..g.oh {
         let mut even = [_mm512_set1_ps(bias); NB];
         let mut odd = [_mm512_setzero_ps(); NB];

@@ -228,7 +228,7 @@ struct DwPlane {
     clamp: Option<(f32, f32)>,
 }
 
-/// Geometry of one depthwise-convolution plane for [`depthwise_plane`].
+/// Geometry of one depthwise-convolution plane for [`depthwise_planes`].
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct DepthwisePlane {
     /// Input height and width.
@@ -245,21 +245,26 @@ pub(crate) struct DepthwisePlane {
     pub pad: (usize, usize),
 }
 
-/// One plane of a depthwise convolution with horizontal dilation 1 and horizontal stride 1 or
-/// 2: `out[oy][ox] = bias + Σ w[ky][kx] · x[oy·sh + ky·dh − pt][ox·sw + kx − pl]`, positions
-/// outside the input reading as zero.
+/// `planes` consecutive planes of a depthwise convolution with horizontal dilation 1 and
+/// horizontal stride 1 or 2: plane `c` is
+/// `out[c][oy][ox] = bias[c] + Σ w[c][ky][kx] · x[c][oy·sh + ky·dh − pt][ox·sw + kx − pl]`,
+/// positions outside the input reading as zero, with input plane `c` of `x` (`in_h·in_w` floats
+/// each), filter `c` of `w` (`kh·kw` each), `bias[c]` (0 without biases) and output plane `c` of
+/// `out` (`oh·ow` each).
 ///
 /// With `clamp = Some((lo, hi))` every output is clamped to `min(max(v, lo), hi)` (NaN kept)
 /// before it is stored.
 ///
 /// Returns `false`, computing nothing, when `isa` has no such kernel (AVX-512 and AVX2 have) or the
 /// geometry is outside what it handles; the caller then uses its portable loop.
-pub(crate) fn depthwise_plane(
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn depthwise_planes(
     isa: Isa,
     g: &DepthwisePlane,
+    planes: usize,
     x: &[f32],
     w: &[f32],
-    bias: f32,
+    bias: Option<&[f32]>,
     clamp: Option<(f32, f32)>,
     out: &mut [f32],
 ) -> bool {
@@ -268,16 +273,15 @@ pub(crate) fn depthwise_plane(
         let (kh, kw) = g.kernel;
         // Column positions are computed in i32 lanes by the AVX2 kernel.
         let small = g.in_hw.1 < (i32::MAX as usize) / 4 && g.out_hw.1 < (i32::MAX as usize) / 4;
-        let fits = g
-            .in_hw
-            .0
-            .checked_mul(g.in_hw.1)
-            .is_some_and(|n| x.len() >= n)
-            && kh.checked_mul(kw).is_some_and(|n| w.len() >= n)
-            && g.out_hw
-                .0
-                .checked_mul(g.out_hw.1)
-                .is_some_and(|n| out.len() >= n);
+        let holds = |len: usize, a: usize, b: usize| {
+            a.checked_mul(b)
+                .and_then(|n| n.checked_mul(planes))
+                .is_some_and(|n| len >= n)
+        };
+        let fits = holds(x.len(), g.in_hw.0, g.in_hw.1)
+            && holds(w.len(), kh, kw)
+            && holds(out.len(), g.out_hw.0, g.out_hw.1)
+            && bias.is_none_or(|b| b.len() >= planes);
         let has_kernel = matches!(isa, Isa::Avx512 | Isa::Avx2Fma) && cpu::supported(isa);
         if has_kernel
             && (g.stride.1 == 1 || g.stride.1 == 2)
@@ -299,22 +303,42 @@ pub(crate) fn depthwise_plane(
                 clamp,
             };
             let (xp, wp, op) = (x.as_ptr(), w.as_ptr(), out.as_mut_ptr());
-            // SAFETY: the CPU supports `isa` (checked); `x`, `w` and `out` hold at least
-            // in_h·in_w, kh·kw and oh·ow floats (checked, without overflow); `out` is a `&mut`
-            // slice, so it does not overlap `x`; kw ≤ DW_MAX_KW and the widths fit i32 lanes
-            // (checked).
-            unsafe {
-                match (isa, g.stride.1) {
-                    (Isa::Avx512, 1) => avx512::depthwise_plane::<1>(&plane, xp, wp, bias, op),
-                    (Isa::Avx512, _) => avx512::depthwise_plane::<2>(&plane, xp, wp, bias, op),
-                    (_, 1) => avx2::depthwise_plane::<1>(&plane, xp, wp, bias, op),
-                    _ => avx2::depthwise_plane::<2>(&plane, xp, wp, bias, op),
+            let bp = bias.map_or(std::ptr::null(), <[f32]>::as_ptr);
+            if isa == Isa::Avx512 {
+                // SAFETY: the CPU supports AVX-512 (checked); `x`, `w`, `out` and the biases
+                // hold at least planes·in_h·in_w, planes·kh·kw, planes·oh·ow and planes floats
+                // (checked, without overflow); `out` is a `&mut` slice, so it does not overlap
+                // `x`; kw ≤ DW_MAX_KW (checked).
+                unsafe {
+                    if g.stride.1 == 1 {
+                        avx512::depthwise_planes::<1>(&plane, planes, xp, wp, bp, op)
+                    } else {
+                        avx512::depthwise_planes::<2>(&plane, planes, xp, wp, bp, op)
+                    }
+                }
+                return true;
+            }
+            let (in_len, w_len, out_len) =
+                (g.in_hw.0 * g.in_hw.1, kh * kw, g.out_hw.0 * g.out_hw.1);
+            for c in 0..planes {
+                let b = bias.map_or(0.0, |b| b[c]);
+                // SAFETY: the CPU supports AVX2 and FMA (checked); plane `c < planes` of `x`,
+                // `w` and `out` holds in_h·in_w, kh·kw and oh·ow floats (checked above);
+                // `out` does not overlap `x`; kw ≤ DW_MAX_KW and the widths fit i32 lanes
+                // (checked).
+                unsafe {
+                    let (xc, wc, oc) = (xp.add(c * in_len), wp.add(c * w_len), op.add(c * out_len));
+                    if g.stride.1 == 1 {
+                        avx2::depthwise_plane::<1>(&plane, xc, wc, b, oc)
+                    } else {
+                        avx2::depthwise_plane::<2>(&plane, xc, wc, b, oc)
+                    }
                 }
             }
             return true;
         }
     }
-    let _ = (isa, g, x, w, bias, clamp, out);
+    let _ = (isa, g, planes, x, w, bias, clamp, out);
     false
 }
 
