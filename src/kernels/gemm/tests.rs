@@ -285,6 +285,51 @@ fn fused_clamp_keeps_nan() {
     }
 }
 
+/// `C = relu(A·B + row_bias + z)` by the naive oracle.
+fn fused_ref(am: &MatRef, bm: &MatRef, row_bias: &[f32], z: &[f32]) -> Vec<f32> {
+    let (m, n) = (am.rows, bm.cols);
+    let mut want = vec![0.0; m * n];
+    reference::gemm_ref(1.0, am, bm, 0.0, &mut want, n);
+    for (i, row) in want.chunks_mut(n).enumerate() {
+        for (j, v) in row.iter_mut().enumerate() {
+            *v = (*v + row_bias[i] + z[i * n + j]).max(0.0);
+        }
+    }
+    want
+}
+
+#[test]
+fn rows_outer_order() {
+    // A shallow K block and wide C (K ≤ 128, N ≥ 512, B packed): A micro-panels outermost.
+    for isa in cpu::test_isas() {
+        let mut rng = Rng::new(29);
+        for &(m, n, k) in &[(100, 700, 64), (257, 600, 100), (70, 3136, 128)] {
+            let a = rng.vec(m * k);
+            let b = rng.vec(k * n);
+            let am = MatRef::row_major(&a, m, k);
+            let bm = MatRef::row_major(&b, k, n);
+            if isa != Isa::Portable {
+                assert!(!read_b_in_place(isa, &Src::Mat(bm), m, k), "{m}x{n}x{k}");
+            }
+            let row_bias = rng.vec(m);
+            let z = rng.vec(m * n);
+            let want = fused_ref(&am, &bm, &row_bias, &z);
+            let ep = Epilogue {
+                bias: Bias::PerRow(&row_bias),
+                residual: Some((&z, n)),
+                activation: Activation::Relu,
+            };
+            for parallel in [false, true] {
+                let what = format!("{isa:?} {m}x{n}x{k} parallel {parallel}");
+                let pa = PackedA::with_isa(isa, am);
+                let mut got = vec![f32::NAN; m * n];
+                sgemm_packed_a_with(parallel, 1.0, &pa, bm, 0.0, &mut got, n, &ep);
+                check_close(&got, &want, k, &what);
+            }
+        }
+    }
+}
+
 #[test]
 fn b_read_in_place() {
     // Shapes whose B is read where it lies (few rows of C, or a shallow B): edge columns,
@@ -318,13 +363,7 @@ fn b_read_in_place() {
             }
             let row_bias = rng.vec(m);
             let z = rng.vec(m * n);
-            let mut want = vec![0.0; m * n];
-            reference::gemm_ref(1.0, &am, &bm, 0.0, &mut want, n);
-            for (i, row) in want.chunks_mut(n).enumerate() {
-                for (j, v) in row.iter_mut().enumerate() {
-                    *v = (*v + row_bias[i] + z[i * n + j]).max(0.0);
-                }
-            }
+            let want = fused_ref(&am, &bm, &row_bias, &z);
             let ep = Epilogue {
                 bias: Bias::PerRow(&row_bias),
                 residual: Some((&z, n)),
