@@ -172,6 +172,76 @@ g (float[N, 8] x, float[N, 3, 4, 4] img) => (float[N, 4] y, float[N, 2, 4, 4] z)
     );
 }
 
+/// A 3×3 convolution, pads 1, by the definition: `img` `[n, c, h, w]`, `f` `[m, c, 3, 3]`.
+fn conv3x3_ref(
+    img: &[f32],
+    f: &[f32],
+    (n, c, h, w): (usize, usize, usize, usize),
+    m: usize,
+) -> Vec<f32> {
+    let mut out = vec![0.0f32; n * m * h * w];
+    for b in 0..n {
+        for o in 0..m {
+            for i in 0..h {
+                for j in 0..w {
+                    let mut acc = 0.0f64;
+                    for ci in 0..c {
+                        for ky in 0..3 {
+                            for kx in 0..3 {
+                                let (yy, xx) = ((i + ky) as i64 - 1, (j + kx) as i64 - 1);
+                                if (0..h as i64).contains(&yy) && (0..w as i64).contains(&xx) {
+                                    let x = img[((b * c + ci) * h + yy as usize) * w + xx as usize];
+                                    acc += f64::from(x)
+                                        * f64::from(f[((o * c + ci) * 3 + ky) * 3 + kx]);
+                                }
+                            }
+                        }
+                    }
+                    out[((b * m + o) * h + i) * w + j] = acc as f32;
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The form of a 3×3 convolution's prepared filters depends on the input's shape (Winograd
+/// needs 32 output tiles: 8 images of 8×8 here, im2col below that), so plans of both forms
+/// live side by side on one graph and each gets the filters it needs.
+#[test]
+fn conv_filters_per_form_across_plans() {
+    let f = values(16 * 16 * 9, 7);
+    let text = format!(
+        r#"<ir_version: 8, opset_import: ["" : 17]>
+g (float[N, 16, 8, 8] img) => (float[N, 16, 8, 8] z)
+<{}>
+{{
+  [c] z = Conv<pads = [1, 1, 1, 1]>(img, f)
+}}"#,
+        initializer("f", &[16, 16, 3, 3], &f),
+    );
+    let exe = compile_ok(&text);
+    for n in [1usize, 8, 2, 9, 1] {
+        let img = values(n * 16 * 64, 30 + n as u64);
+        let out = run_ok(&exe, vec![f32t(&[n, 16, 8, 8], &img)]);
+        let want = conv3x3_ref(&img, &f, (n, 16, 8, 8), 16);
+        assert_close(
+            &out[0],
+            &[n, 16, 8, 8],
+            &want,
+            1e-4,
+            1e-4,
+            &format!("batch {n}"),
+        );
+    }
+    assert_eq!(exe.plans_built(), 4, "one plan per distinct batch size");
+    assert_eq!(
+        exe.weight_preparations(),
+        2,
+        "the filters are prepared once per form (im2col and Winograd)"
+    );
+}
+
 /// A Reshape whose target is a graph input: the node is built during the run from the target's
 /// contents, on one plan, and an impossible target fails that run alone.
 #[test]

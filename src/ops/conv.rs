@@ -246,9 +246,13 @@ fn build_with(ctx: &BuildCtx, activation: Activation) -> Result<Built> {
     let pack = |b: Option<&[f32]>| -> Result<Weights> {
         let wt = w.constant.expect("checked by the caller").as_f32()?;
         let isa = crate::kernels::cpu::isa();
+        // The filters' form depends on the input's shape (Winograd takes enough tiles), so
+        // plans of other shapes may need the other form.
         let tag = format!(
-            "conv-filters {isa:?} m{m} c{c} g{group} k{}x{}",
-            params.kernel_h, params.kernel_w
+            "conv-filters {isa:?} m{m} c{c} g{group} k{}x{} winograd {}",
+            params.kernel_h,
+            params.kernel_w,
+            crate::kernels::winograd::suits(&params)
         );
         let filters = ctx.prepared(1, &tag, || {
             ConvFilters::prepare(isa, &params, wt)
