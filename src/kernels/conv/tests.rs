@@ -1,0 +1,226 @@
+//! Tests of the 2-D convolution: its paths against the naive reference on random shapes, on
+//! every ISA the CPU has, and hand-computed values.
+
+use super::*;
+use crate::kernels::reference::{self, Rng};
+
+#[allow(clippy::too_many_arguments)]
+fn params(
+    n: usize,
+    ic: usize,
+    h: usize,
+    w: usize,
+    oc: usize,
+    k: (usize, usize),
+    s: (usize, usize),
+    pad: [usize; 4],
+    d: (usize, usize),
+    g: usize,
+) -> Conv2dParams {
+    Conv2dParams {
+        batch: n,
+        in_channels: ic,
+        in_h: h,
+        in_w: w,
+        out_channels: oc,
+        kernel_h: k.0,
+        kernel_w: k.1,
+        stride_h: s.0,
+        stride_w: s.1,
+        pad_top: pad[0],
+        pad_left: pad[1],
+        pad_bottom: pad[2],
+        pad_right: pad[3],
+        dilation_h: d.0,
+        dilation_w: d.1,
+        groups: g,
+    }
+}
+
+fn check(isa: Isa, p: Conv2dParams, act: Activation, rng: &mut Rng) {
+    let x = rng.vec(p.input_len());
+    let w = rng.vec(p.weights_len());
+    let bias = rng.vec(p.out_channels);
+    for with_bias in [false, true] {
+        let b = with_bias.then_some(&bias[..]);
+        let mut want = vec![0.0; p.output_len()];
+        reference::conv2d_ref(&p, &x, &w, b, act, &mut want);
+        let conv = Conv2d::with_isa(isa, p, &w, b).unwrap();
+        let mut got = vec![f32::NAN; p.output_len()];
+        conv.run(&x, &mut got, act);
+        let k = (p.in_channels / p.groups * p.kernel_h * p.kernel_w) as f32;
+        let close = |got: &[f32], want: &[f32], what: &str| {
+            for (i, (&g, &e)) in got.iter().zip(want).enumerate() {
+                assert!(
+                    (g - e).abs() <= 1e-5 * k.sqrt().max(1.0) * (1.0 + e.abs()),
+                    "{isa:?} {p:?} {what} [{i}]: {g} vs {e}"
+                );
+            }
+        };
+        close(&got, &want, "");
+        // With a residual: act(conv + bias + z), on every path.
+        let z = rng.vec(p.output_len());
+        reference::conv2d_ref(&p, &x, &w, b, Activation::None, &mut want);
+        for (e, &v) in want.iter_mut().zip(&z) {
+            *e = reference::activation_ref(act, *e + v);
+        }
+        got.fill(f32::NAN);
+        conv.run_with_residual(&x, &mut got, Some(&z), act);
+        close(&got, &want, "residual");
+    }
+}
+
+fn all(isa: Isa) {
+    let mut rng = Rng::new(5);
+    let cases = [
+        params(1, 3, 7, 9, 4, (3, 3), (1, 1), [1, 1, 1, 1], (1, 1), 1),
+        params(2, 4, 8, 8, 6, (1, 1), (1, 1), [0, 0, 0, 0], (1, 1), 1),
+        params(2, 4, 8, 8, 6, (1, 1), (2, 2), [0, 0, 0, 0], (1, 1), 2),
+        params(1, 5, 11, 10, 7, (3, 2), (2, 3), [2, 0, 1, 3], (1, 1), 1),
+        params(1, 4, 12, 12, 8, (3, 3), (1, 1), [2, 2, 2, 2], (2, 2), 2),
+        params(3, 6, 9, 7, 6, (3, 3), (1, 1), [1, 1, 1, 1], (1, 1), 6),
+        params(1, 6, 9, 7, 6, (5, 5), (2, 2), [2, 1, 2, 3], (1, 2), 6),
+        params(1, 3, 5, 5, 6, (3, 3), (1, 1), [1, 1, 1, 1], (1, 1), 3),
+        params(1, 2, 4, 4, 3, (5, 5), (1, 1), [0, 0, 0, 0], (1, 1), 1),
+        params(1, 16, 20, 20, 33, (3, 3), (1, 1), [1, 1, 1, 1], (1, 1), 1),
+        params(1, 64, 17, 19, 20, (3, 3), (1, 1), [1, 1, 1, 1], (1, 1), 1),
+        params(1, 1, 1, 40, 5, (1, 7), (1, 1), [0, 3, 0, 3], (1, 1), 1),
+        // More pixels than one GEMM column block (NC).
+        params(1, 2, 70, 70, 3, (3, 3), (1, 1), [1, 1, 1, 1], (1, 1), 1),
+        params(2, 3, 9, 1, 4, (3, 1), (2, 1), [1, 0, 1, 0], (1, 1), 1),
+        // Implicit im2col on a zero-padded copy (stride_w 1 with pads): asymmetric pads,
+        // dilations, vertical stride, odd widths.
+        params(1, 3, 16, 16, 8, (3, 3), (1, 1), [1, 1, 1, 1], (1, 1), 1),
+        params(1, 5, 13, 37, 9, (3, 3), (2, 1), [0, 2, 1, 0], (1, 2), 1),
+        params(2, 4, 9, 11, 6, (5, 3), (1, 1), [2, 1, 3, 0], (2, 1), 2),
+        params(1, 3, 6, 5, 4, (3, 3), (1, 1), [3, 3, 3, 3], (1, 1), 1),
+        params(1, 2, 33, 35, 5, (2, 2), (1, 1), [0, 0, 1, 1], (1, 1), 1),
+        // Pads far wider than the input with a vertical stride that keeps the output
+        // small: no zero-padded copy of (2·10⁹ + 8) rows (it aborted on allocation).
+        params(
+            1,
+            2,
+            8,
+            8,
+            2,
+            (3, 3),
+            (1_000_000_000, 1),
+            [1_000_000_000, 0, 1_000_000_000, 0],
+            (1, 1),
+            1,
+        ),
+        // Empty input planes with pads: outputs are bias only.
+        params(1, 2, 1, 0, 3, (1, 1), (1, 1), [0, 1, 0, 1], (1, 1), 1),
+        params(1, 2, 0, 2, 2, (1, 1), (1, 1), [1, 0, 1, 0], (1, 1), 2),
+        // Depthwise with pads far wider than the input and a vertical stride that keeps the
+        // output small: the padded-copy path would need 2^16 rows of 2^21 floats (512 GiB).
+        params(
+            1,
+            2,
+            1 << 16,
+            1,
+            2,
+            (3, 3),
+            (1 << 40, 2),
+            [0, 1 << 20, 0, 1 << 20],
+            (1, 2),
+            2,
+        ),
+        // Depthwise: odd sizes, strides 1-3, dilations, asymmetric pads, wide rows.
+        params(1, 8, 8, 8, 8, (3, 3), (1, 1), [1, 1, 1, 1], (1, 1), 8),
+        params(1, 3, 16, 16, 3, (3, 3), (2, 2), [1, 1, 1, 1], (1, 1), 3),
+        params(2, 5, 13, 37, 5, (3, 3), (1, 1), [1, 1, 1, 1], (1, 1), 5),
+        params(1, 4, 15, 33, 4, (3, 3), (2, 2), [0, 1, 1, 0], (1, 1), 4),
+        params(1, 3, 11, 29, 3, (5, 3), (1, 2), [2, 0, 1, 3], (2, 3), 3),
+        params(1, 3, 11, 29, 3, (3, 5), (2, 1), [0, 4, 2, 4], (1, 2), 3),
+        params(1, 2, 10, 23, 2, (3, 3), (3, 3), [1, 1, 1, 1], (1, 1), 2),
+        params(1, 2, 7, 7, 2, (7, 7), (1, 1), [3, 3, 3, 3], (1, 1), 2),
+        params(1, 2, 2, 3, 2, (3, 3), (1, 1), [1, 1, 1, 1], (1, 1), 2),
+        params(1, 2, 5, 1, 2, (3, 1), (1, 1), [1, 0, 1, 0], (1, 1), 2),
+        params(1, 2, 6, 57, 2, (1, 1), (2, 2), [0, 0, 0, 0], (1, 1), 2),
+        params(1, 4, 56, 56, 4, (3, 3), (1, 1), [1, 1, 1, 1], (1, 1), 4),
+        params(1, 2, 9, 17, 2, (2, 2), (2, 2), [0, 0, 1, 1], (1, 1), 2),
+    ];
+    for p in cases {
+        check(isa, p, Activation::None, &mut rng);
+        check(isa, p, Activation::Relu, &mut rng);
+        let clip = Activation::Clip {
+            min: -0.5,
+            max: 0.75,
+        };
+        check(isa, p, clip, &mut rng);
+    }
+}
+
+#[test]
+fn conv_portable() {
+    all(Isa::Portable);
+}
+
+#[test]
+fn conv_avx2() {
+    if let Some(isa) = cpu::test_isa(Isa::Avx2Fma) {
+        all(isa);
+    }
+}
+
+#[test]
+fn conv_avx512() {
+    if let Some(isa) = cpu::test_isa(Isa::Avx512) {
+        all(isa);
+    }
+}
+
+#[test]
+fn depthwise_random_shapes() {
+    let mut rng = Rng::new(11);
+    let mut seed = 99u64;
+    let mut next = |m: usize| {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        ((seed >> 33) as usize) % m
+    };
+    for isa in cpu::test_isas() {
+        // Widths past 64 cover several column groups of the AVX-512 kernel.
+        for _ in 0..150 {
+            let c = 1 + next(4);
+            let k = (1 + next(5), 1 + next(5));
+            let s = (1 + next(3), 1 + next(3));
+            let d = (1 + next(2), 1 + next(2));
+            let pad = [next(k.0), next(k.1), next(k.0), next(k.1)];
+            let h = d.0 * (k.0 - 1) + 1 + next(10);
+            let w = d.1 * (k.1 - 1) + 1 + next(150);
+            let p = params(1 + next(2), c, h, w, c, k, s, pad, d, c);
+            check(isa, p, Activation::None, &mut rng);
+        }
+        // Many channels: the plane kernel takes several planes per call, split over the
+        // threads in chunks that do not cross images.
+        for (n, c, hw, st) in [(2, 96, 7, 1), (1, 37, 14, 2), (3, 20, 20, 1)] {
+            let pad = [1, 1, 1, 1];
+            let p = params(n, c, hw, hw, c, (3, 3), (st, st), pad, (1, 1), c);
+            check(isa, p, Activation::Relu, &mut rng);
+        }
+    }
+}
+
+#[test]
+fn hand_computed() {
+    // 1 channel 3x3 input, 2x2 kernel of ones, no pad: sums of 2x2 windows.
+    let p = params(1, 1, 3, 3, 1, (2, 2), (1, 1), [0, 0, 0, 0], (1, 1), 1);
+    let x = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0];
+    let conv = Conv2d::new(p, &[1.0; 4], Some(&[0.5])).unwrap();
+    let mut out = [0.0; 4];
+    conv.run(&x, &mut out, Activation::None);
+    assert_eq!(out, [12.5, 16.5, 24.5, 28.5]);
+    assert_eq!((p.out_h(), p.out_w()), (2, 2));
+    assert!(Conv2d::new(p, &[1.0; 3], None).is_err());
+}
+
+#[test]
+fn large_k() {
+    // K = 2700 spans several KC blocks of the GEMM.
+    let mut rng = Rng::new(9);
+    let p = params(1, 300, 20, 20, 4, (3, 3), (1, 1), [1, 1, 1, 1], (1, 1), 1);
+    check(cpu::isa(), p, Activation::None, &mut rng);
+}
