@@ -535,14 +535,14 @@ fn run_task(
                 let tail = match ep {
                     Some(e) => TileTail {
                         row_bias: match e.bias {
-                            Bias::PerRow(b) => Some(&b[t.i0 + r0..t.i0 + r1]),
-                            _ => None,
+                            Bias::PerRow(b) => &b[t.i0 + r0..t.i0 + r1],
+                            _ => &[],
                         },
                         col_bias: match e.bias {
-                            Bias::PerCol(b) => Some(&b[j..j + nr_eff]),
-                            _ => None,
+                            Bias::PerCol(b) => &b[j..j + nr_eff],
+                            _ => &[],
                         },
-                        residual: (!t.residual.is_empty()).then(|| &t.residual[r0..r1]),
+                        residual: t.residual.get(r0..r1).unwrap_or(&[]),
                         clamp,
                     },
                     None => TileTail::default(),

@@ -35,18 +35,32 @@ pub(crate) const fn nr(isa: Isa) -> usize {
 pub(crate) const MAX_MR: usize = 8;
 
 /// What a micro-tile adds and clamps before it stores:
-/// `C = clamp(alpha·A·B + beta·C + row_bias + col_bias + residual)`.
+/// `C = clamp(alpha·A·B + beta·C + row_bias + col_bias + residual)`. An empty slice means none.
+///
+/// (Empty slices rather than `Option`s: with `None` the slice length in the tail's stack slot
+/// is never written, and LLVM compared it before the discriminant in the length checks, a
+/// branch on an uninitialised value that valgrind reports.)
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct TileTail<'a> {
-    /// One bias per row of the tile (at least `rows.len()` values).
-    pub row_bias: Option<&'a [f32]>,
-    /// One bias per column of the tile (at least `nr_eff` values).
-    pub col_bias: Option<&'a [f32]>,
+    /// One bias per row of the tile (at least `rows.len()` values), or empty.
+    pub row_bias: &'a [f32],
+    /// One bias per column of the tile (at least `nr_eff` values), or empty.
+    pub col_bias: &'a [f32],
     /// A matrix added element-wise, one piece per row of C, indexed like the rows of C (the
-    /// tile reads `residual[r][col..col + nr_eff]`).
-    pub residual: Option<&'a [&'a [f32]]>,
+    /// tile reads `residual[r][col..col + nr_eff]`), or empty.
+    pub residual: &'a [&'a [f32]],
     /// `min(max(x, lo), hi)`, NaN kept (`Relu` is `(0, +inf)`).
     pub clamp: Option<(f32, f32)>,
+}
+
+/// The start of `v`, or null when it is empty (the kernels' "none").
+#[cfg(target_arch = "x86_64")]
+fn nonempty_ptr<T>(v: &[T]) -> *const T {
+    if v.is_empty() {
+        std::ptr::null()
+    } else {
+        v.as_ptr()
+    }
 }
 
 /// The tail in the form the `unsafe` kernels take (lengths checked by [`micro_column`]).
@@ -94,11 +108,10 @@ pub(crate) fn micro_column(
     assert!(kc == 0 || b.len() >= (kc - 1) * ldb + nr);
     assert!(a.len() >= m.div_ceil(mr) * kc * mr);
     assert!(rows.iter().all(|r| r.len() >= col + nr_eff));
-    assert!(tail.row_bias.is_none_or(|v| v.len() >= m));
-    assert!(tail.col_bias.is_none_or(|v| v.len() >= nr_eff));
-    assert!(tail
-        .residual
-        .is_none_or(|v| v.len() >= m && v.iter().take(m).all(|r| r.len() >= col + nr_eff)));
+    let (rb, cb, z) = (tail.row_bias, tail.col_bias, tail.residual);
+    assert!(rb.is_empty() || rb.len() >= m);
+    assert!(cb.is_empty() || cb.len() >= nr_eff);
+    assert!(z.is_empty() || (z.len() >= m && z.iter().take(m).all(|r| r.len() >= col + nr_eff)));
     #[cfg(target_arch = "x86_64")]
     if matches!(isa, Isa::Avx2Fma | Isa::Avx512) {
         simd_column(isa, kc, a, b, ldb, rows, col, nr_eff, alpha, beta, tail);
@@ -108,8 +121,8 @@ pub(crate) fn micro_column(
         let a_micro = &a[ip * kc * mr..(ip + 1) * kc * mr];
         portable::kernel(kc, a_micro, b, ldb, tile, col, nr_eff, alpha, beta);
         let t = TileTail {
-            row_bias: tail.row_bias.map(|v| &v[ip * mr..]),
-            residual: tail.residual.map(|v| &v[ip * mr..]),
+            row_bias: tail.row_bias.get(ip * mr..).unwrap_or(&[]),
+            residual: tail.residual.get(ip * mr..).unwrap_or(&[]),
             ..*tail
         };
         apply_tail(tile, col, nr_eff, &t);
@@ -139,9 +152,9 @@ fn simd_column(
         cpu::name(isa)
     );
     let raw = RawTail {
-        row_bias: tail.row_bias.map_or(std::ptr::null(), <[f32]>::as_ptr),
-        col_bias: tail.col_bias.map_or(std::ptr::null(), <[f32]>::as_ptr),
-        residual: tail.residual.map_or(std::ptr::null(), <[&[f32]]>::as_ptr),
+        row_bias: nonempty_ptr(tail.row_bias),
+        col_bias: nonempty_ptr(tail.col_bias),
+        residual: nonempty_ptr(tail.residual),
         clamp: tail.clamp,
     };
     let kernel = match isa {
@@ -175,16 +188,15 @@ fn simd_column(
 fn apply_tail(rows: &mut [&mut [f32]], col: usize, nr_eff: usize, tail: &TileTail) {
     for (r, row) in rows.iter_mut().enumerate() {
         let row = &mut row[col..col + nr_eff];
-        if let Some(b) = tail.row_bias {
-            let v = b[r];
+        if let Some(&v) = tail.row_bias.get(r) {
             row.iter_mut().for_each(|x| *x += v);
         }
-        if let Some(b) = tail.col_bias {
-            row.iter_mut().zip(b).for_each(|(x, &v)| *x += v);
-        }
-        if let Some(z) = tail.residual {
+        row.iter_mut()
+            .zip(tail.col_bias)
+            .for_each(|(x, &v)| *x += v);
+        if let Some(z) = tail.residual.get(r) {
             row.iter_mut()
-                .zip(&z[r][col..col + nr_eff])
+                .zip(&z[col..col + nr_eff])
                 .for_each(|(x, &v)| *x += v);
         }
         if let Some((lo, hi)) = tail.clamp {
