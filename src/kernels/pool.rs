@@ -557,13 +557,7 @@ mod tests {
     #[test]
     fn random_shapes_match_reference() {
         let mut rng = Rng::new(7);
-        let mut seed = 12345u64;
-        let mut next = |m: usize| {
-            seed = seed
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((seed >> 33) as usize) % m
-        };
+        let mut next = reference::size_picker(12345);
         for isa in cpu::test_isas() {
             for _ in 0..150 {
                 let k = (1 + next(4), 1 + next(4));

@@ -8,6 +8,18 @@ use super::elementwise::BinaryOp;
 use super::gemm::MatRef;
 use super::pool::Pool2dParams;
 
+/// A deterministic picker of random sizes for shape tests: each call `pick(m)` returns the next
+/// value in `0..m` of a 64-bit LCG started at `seed`.
+pub fn size_picker(seed: u64) -> impl FnMut(usize) -> usize {
+    let mut state = seed;
+    move |m| {
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        ((state >> 33) as usize) % m
+    }
+}
+
 /// A small deterministic pseudo-random generator (xorshift64*) for test data.
 #[derive(Clone, Debug)]
 pub struct Rng(u64);

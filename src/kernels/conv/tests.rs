@@ -174,13 +174,7 @@ fn conv_avx512() {
 #[test]
 fn depthwise_random_shapes() {
     let mut rng = Rng::new(11);
-    let mut seed = 99u64;
-    let mut next = |m: usize| {
-        seed = seed
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        ((seed >> 33) as usize) % m
-    };
+    let mut next = reference::size_picker(99);
     for isa in cpu::test_isas() {
         // Widths past 64 cover several column groups of the AVX-512 kernel.
         for _ in 0..150 {
