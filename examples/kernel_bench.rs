@@ -3,7 +3,8 @@
 //! the workers' on-CPU time (see the comment in `main`).
 //!
 //! `cargo run --release --example kernel_bench [rounds]`; `KB_ISA=avx512|avx2|portable` limits
-//! the ISAs, `KB_CASE=substring` the cases.
+//! the ISAs, `KB_CASE=substring` the cases. `KB_CONV="ic,hw,oc,k,s,pad;..."` adds convolutions
+//! (one image, square images and kernels, bias and Relu), e.g. a model's layers.
 
 use std::time::Instant;
 
@@ -97,6 +98,55 @@ fn main() {
                     .unwrap(),
                 samples: Vec::new(),
             });
+        }
+    }
+    for spec in std::env::var("KB_CONV").unwrap_or_default().split(';') {
+        let v: Vec<usize> = spec
+            .split(',')
+            .filter_map(|x| x.trim().parse().ok())
+            .collect();
+        let [ic, hw, oc, k, s, pad] = v[..] else {
+            continue;
+        };
+        let p = Conv2dParams {
+            batch: 1,
+            in_channels: ic,
+            in_h: hw,
+            in_w: hw,
+            out_channels: oc,
+            kernel_h: k,
+            kernel_w: k,
+            stride_h: s,
+            stride_w: s,
+            pad_top: pad,
+            pad_left: pad,
+            pad_bottom: pad,
+            pad_right: pad,
+            dilation_h: 1,
+            dilation_w: 1,
+            groups: 1,
+        };
+        for &isa in &isas {
+            for threads in [1, 2] {
+                let x = rng.vec(p.input_len());
+                let w = rng.vec(p.weights_len());
+                let bias = rng.vec(p.out_channels);
+                let conv = Conv2d::with_isa(isa, p, &w, Some(&bias)).unwrap();
+                let mut out = vec![0.0f32; p.output_len()];
+                cases.push(Case {
+                    name: format!(
+                        "conv {ic}->{oc} {hw}² {k}x{k}/{s} {} t{threads}",
+                        cpu::name(isa)
+                    ),
+                    flops: 2.0 * (p.output_len() * p.weights_len() / p.out_channels) as f64,
+                    run: Box::new(move || conv.run(&x, &mut out, Activation::Relu)),
+                    pool: rayon::ThreadPoolBuilder::new()
+                        .num_threads(threads)
+                        .build()
+                        .unwrap(),
+                    samples: Vec::new(),
+                });
+            }
         }
     }
     if let Ok(filter) = std::env::var("KB_CASE") {
