@@ -83,21 +83,8 @@ fn main() {
                 dilation_w: 1,
                 groups: 1,
             };
-            let x = rng.vec(p.input_len());
-            let w = rng.vec(p.weights_len());
-            let bias = rng.vec(p.out_channels);
-            let conv = Conv2d::with_isa(isa, p, &w, Some(&bias)).unwrap();
-            let mut out = vec![0.0f32; p.output_len()];
-            cases.push(Case {
-                name: format!("conv 64x56x56 3x3 {} t{threads}", cpu::name(isa)),
-                flops: 2.0 * (p.output_len() * p.weights_len() / p.out_channels) as f64,
-                run: Box::new(move || conv.run(&x, &mut out, Activation::Relu)),
-                pool: rayon::ThreadPoolBuilder::new()
-                    .num_threads(threads)
-                    .build()
-                    .unwrap(),
-                samples: Vec::new(),
-            });
+            let name = format!("conv 64x56x56 3x3 {} t{threads}", cpu::name(isa));
+            cases.push(conv_case(name, isa, p, threads, &mut rng));
         }
     }
     for spec in std::env::var("KB_CONV").unwrap_or_default().split(';') {
@@ -128,24 +115,11 @@ fn main() {
         };
         for &isa in &isas {
             for threads in [1, 2] {
-                let x = rng.vec(p.input_len());
-                let w = rng.vec(p.weights_len());
-                let bias = rng.vec(p.out_channels);
-                let conv = Conv2d::with_isa(isa, p, &w, Some(&bias)).unwrap();
-                let mut out = vec![0.0f32; p.output_len()];
-                cases.push(Case {
-                    name: format!(
-                        "conv {ic}->{oc} {hw}² {k}x{k}/{s} {} t{threads}",
-                        cpu::name(isa)
-                    ),
-                    flops: 2.0 * (p.output_len() * p.weights_len() / p.out_channels) as f64,
-                    run: Box::new(move || conv.run(&x, &mut out, Activation::Relu)),
-                    pool: rayon::ThreadPoolBuilder::new()
-                        .num_threads(threads)
-                        .build()
-                        .unwrap(),
-                    samples: Vec::new(),
-                });
+                let name = format!(
+                    "conv {ic}->{oc} {hw}² {k}x{k}/{s} {} t{threads}",
+                    cpu::name(isa)
+                );
+                cases.push(conv_case(name, isa, p, threads, &mut rng));
             }
         }
     }
@@ -203,6 +177,25 @@ fn main() {
             c.samples[0],
             c.samples[c.samples.len() - 1]
         );
+    }
+}
+
+/// A convolution case: random input, weights and bias, Relu, on a pool of `threads` threads.
+fn conv_case(name: String, isa: Isa, p: Conv2dParams, threads: usize, rng: &mut Rng) -> Case {
+    let x = rng.vec(p.input_len());
+    let w = rng.vec(p.weights_len());
+    let bias = rng.vec(p.out_channels);
+    let conv = Conv2d::with_isa(isa, p, &w, Some(&bias)).unwrap();
+    let mut out = vec![0.0f32; p.output_len()];
+    Case {
+        name,
+        flops: 2.0 * (p.output_len() * p.weights_len() / p.out_channels) as f64,
+        run: Box::new(move || conv.run(&x, &mut out, Activation::Relu)),
+        pool: rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap(),
+        samples: Vec::new(),
     }
 }
 

@@ -113,21 +113,19 @@ impl<'a> Parser<'a> {
         self.expect('>')
     }
 
-    /// `[ "domain" : version, ... ]`
-    fn opset_list(&mut self) -> PResult<Vec<OperatorSetIdProto>> {
+    /// `[ item (',' item)* ]`, or `[]` when `allow_empty`.
+    fn bracketed<T>(
+        &mut self,
+        allow_empty: bool,
+        mut item: impl FnMut(&mut Self) -> PResult<T>,
+    ) -> PResult<Vec<T>> {
         self.expect('[')?;
         let mut out = Vec::new();
-        if self.eat(']') {
+        if allow_empty && self.eat(']') {
             return Ok(out);
         }
         loop {
-            let domain = self.expect_string()?;
-            self.expect(':')?;
-            let version = self.expect_int()?;
-            out.push(OperatorSetIdProto {
-                domain: Some(domain),
-                version: Some(version),
-            });
+            out.push(item(self)?);
             if !self.eat(',') {
                 break;
             }
@@ -136,27 +134,30 @@ impl<'a> Parser<'a> {
         Ok(out)
     }
 
+    /// `[ "domain" : version, ... ]`
+    fn opset_list(&mut self) -> PResult<Vec<OperatorSetIdProto>> {
+        self.bracketed(true, |p| {
+            let domain = p.expect_string()?;
+            p.expect(':')?;
+            let version = p.expect_int()?;
+            Ok(OperatorSetIdProto {
+                domain: Some(domain),
+                version: Some(version),
+            })
+        })
+    }
+
     /// `[ "key" : "value", ... ]`; empty only when `allow_empty`.
     fn str_str_list(&mut self, allow_empty: bool) -> PResult<Vec<StringStringEntryProto>> {
-        self.expect('[')?;
-        let mut out = Vec::new();
-        if allow_empty && self.eat(']') {
-            return Ok(out);
-        }
-        loop {
-            let key = self.expect_string()?;
-            self.expect(':')?;
-            let value = self.expect_string()?;
-            out.push(StringStringEntryProto {
+        self.bracketed(allow_empty, |p| {
+            let key = p.expect_string()?;
+            p.expect(':')?;
+            let value = p.expect_string()?;
+            Ok(StringStringEntryProto {
                 key: Some(key),
                 value: Some(value),
-            });
-            if !self.eat(',') {
-                break;
-            }
-        }
-        self.expect(']')?;
-        Ok(out)
+            })
+        })
     }
 
     // ----- graphs -------------------------------------------------------------------------
