@@ -80,37 +80,47 @@ impl<'a> Parser<'a> {
         Ok(model)
     }
 
-    /// `< key: value, ... >` before a model.
-    fn model_header(&mut self, m: &mut ModelProto) -> PResult<()> {
+    /// `< key: value, ... >`: `entry(self, key)` parses the value of a known key and answers
+    /// false for an unknown one, which fails with `expected` at the key.
+    fn header(
+        &mut self,
+        expected: &str,
+        mut entry: impl FnMut(&mut Self, &str) -> PResult<bool>,
+    ) -> PResult<()> {
         self.expect('<')?;
         loop {
             self.skip_ws();
             let at = self.pos;
             let key = self.expect_ident()?;
             self.expect(':')?;
-            match key.as_str() {
-                "ir_version" => m.ir_version = Some(self.expect_int()?),
-                "model_version" => m.model_version = Some(self.expect_int()?),
-                "producer_name" => m.producer_name = Some(self.expect_string()?),
-                "producer_version" => m.producer_version = Some(self.expect_string()?),
-                "domain" => m.domain = Some(self.expect_string()?),
-                "doc_string" => m.doc_string = Some(self.expect_string()?),
-                "opset_import" => m.opset_import.extend(self.opset_list()?),
-                "metadata_props" => m.metadata_props.extend(self.str_str_list(true)?),
-                _ => {
-                    return Err(self.error_at(
-                        at,
-                        "a model key (ir_version, opset_import, producer_name, producer_version, \
-                         domain, model_version, doc_string, metadata_props)"
-                            .into(),
-                    ))
-                }
+            if !entry(self, &key)? {
+                return Err(self.error_at(at, expected.into()));
             }
             if !self.eat(',') {
                 break;
             }
         }
         self.expect('>')
+    }
+
+    /// `< key: value, ... >` before a model.
+    fn model_header(&mut self, m: &mut ModelProto) -> PResult<()> {
+        let expected = "a model key (ir_version, opset_import, producer_name, producer_version, \
+                        domain, model_version, doc_string, metadata_props)";
+        self.header(expected, |p, key| {
+            match key {
+                "ir_version" => m.ir_version = Some(p.expect_int()?),
+                "model_version" => m.model_version = Some(p.expect_int()?),
+                "producer_name" => m.producer_name = Some(p.expect_string()?),
+                "producer_version" => m.producer_version = Some(p.expect_string()?),
+                "domain" => m.domain = Some(p.expect_string()?),
+                "doc_string" => m.doc_string = Some(p.expect_string()?),
+                "opset_import" => m.opset_import.extend(p.opset_list()?),
+                "metadata_props" => m.metadata_props.extend(p.str_str_list(true)?),
+                _ => return Ok(false),
+            }
+            Ok(true)
+        })
     }
 
     /// `[ item (',' item)* ]`, or `[]` when `allow_empty`.
@@ -599,29 +609,17 @@ impl<'a> Parser<'a> {
 
     /// `< key: value, ... >` before a function.
     fn function_header(&mut self, f: &mut FunctionProto) -> PResult<()> {
-        self.expect('<')?;
-        loop {
-            self.skip_ws();
-            let at = self.pos;
-            let key = self.expect_ident()?;
-            self.expect(':')?;
-            match key.as_str() {
-                "domain" => f.domain = Some(self.expect_string()?),
-                "overload" => f.overload = Some(self.expect_string()?),
-                "doc_string" => f.doc_string = Some(self.expect_string()?),
-                "opset_import" => f.opset_import.extend(self.opset_list()?),
-                _ => {
-                    return Err(self.error_at(
-                        at,
-                        "a function key (domain, overload, doc_string, opset_import)".into(),
-                    ))
-                }
+        let expected = "a function key (domain, overload, doc_string, opset_import)";
+        self.header(expected, |p, key| {
+            match key {
+                "domain" => f.domain = Some(p.expect_string()?),
+                "overload" => f.overload = Some(p.expect_string()?),
+                "doc_string" => f.doc_string = Some(p.expect_string()?),
+                "opset_import" => f.opset_import.extend(p.opset_list()?),
+                _ => return Ok(false),
             }
-            if !self.eat(',') {
-                break;
-            }
-        }
-        self.expect('>')
+            Ok(true)
+        })
     }
 
     /// `( type? name, ... )`; typed entries are also recorded as value infos.
