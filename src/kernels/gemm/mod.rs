@@ -34,9 +34,9 @@ mod tests;
 
 use super::cpu::{self, Isa};
 use super::simd;
-#[cfg(test)]
-use driver::read_b_in_place;
 use driver::{gemm, Src};
+#[cfg(test)]
+use driver::{read_b_in_place, whole_k_grid};
 use pack::{pack_a, pack_b, MatSource};
 
 use super::activation::Activation;

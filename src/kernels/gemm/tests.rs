@@ -380,3 +380,57 @@ fn b_read_in_place() {
         }
     }
 }
+
+#[test]
+fn whole_k_grid_splits_rows_when_that_reads_less() {
+    // ResNet-50's 256-channel 3×3 layer at 14² (M 256, N 196) on 2 threads: two tasks of 128
+    // rows over all 224 (padded) columns read A once and B twice (256 + 2·224 = 704 rows and
+    // columns), where the general 2×3 grid of 128 × 96 reads 3·256 + 2·224 = 1216.
+    assert_eq!(whole_k_grid(256, 196, (8, 32), 2), (128, 224));
+    // A wide, short product (M 64, N 3136): the general grid, which splits the columns.
+    assert_eq!(
+        whole_k_grid(64, 3136, (8, 32), 2),
+        driver::task_grid(64, 3136, 8, 32, 6)
+    );
+    // M 2048, N 49: rows of at most MC take 12 tasks (a multiple of 2), which read B once
+    // more than the general grid's 11 row blocks of 192.
+    assert_eq!(whole_k_grid(2048, 49, (8, 32), 2), (192, 64));
+}
+
+#[test]
+fn whole_k_parallel_on_several_pool_sizes() {
+    // The whole-K parallel driver (packed A, B packed on the fly, bias, residual and Relu) on
+    // pools of 2, 3 and 4 threads, whose grids split the rows only or rows and columns.
+    for isa in cpu::test_isas() {
+        let mut rng = Rng::new(31);
+        for &(m, n, k) in &[(256, 196, 600), (200, 333, 300), (64, 900, 260)] {
+            let a = rng.vec(m * k);
+            let b = rng.vec(k * n);
+            let am = MatRef::row_major(&a, m, k);
+            let bm = MatRef::row_major(&b, k, n);
+            let row_bias = rng.vec(m);
+            let z = rng.vec(m * n);
+            let want = fused_ref(&am, &bm, &row_bias, &z);
+            let ep = Epilogue {
+                bias: Bias::PerRow(&row_bias),
+                residual: Some((&z, n)),
+                activation: Activation::Relu,
+            };
+            let pa = PackedA::with_isa(isa, am);
+            for threads in [2, 3, 4] {
+                let pool = rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .build()
+                    .unwrap();
+                let mut got = vec![f32::NAN; m * n];
+                pool.install(|| sgemm_packed_a_with(true, 1.0, &pa, bm, 0.0, &mut got, n, &ep));
+                check_close(
+                    &got,
+                    &want,
+                    k,
+                    &format!("{isa:?} {m}x{n}x{k} {threads} threads"),
+                );
+            }
+        }
+    }
+}
