@@ -4,7 +4,9 @@
 //!
 //! `cargo run --release --example kernel_bench [rounds]`; `KB_ISA=avx512|avx2|portable` limits
 //! the ISAs, `KB_CASE=substring` the cases. `KB_CONV="ic,hw,oc,k,s,pad;..."` adds convolutions
-//! (one image, square images and kernels, bias and Relu), e.g. a model's layers.
+//! (one image, square images and kernels, bias and Relu), e.g. a model's layers; `KB_COLD=n`
+//! cycles each through `n` copies of its data (outer caches, as inside a model); `KB_WALL=1`
+//! times in wall-clock time instead (which counts a worker's idle waits).
 
 use std::time::Instant;
 
@@ -131,6 +133,7 @@ fn main() {
         let Case { pool, run, .. } = c;
         pool.install(run);
     }
+    let wall_clock = std::env::var_os("KB_WALL").is_some();
     for _ in 0..rounds {
         for c in cases.iter_mut() {
             let Case {
@@ -157,7 +160,7 @@ fn main() {
             }
             let wall = t0.elapsed().as_secs_f64();
             let secs = match (c0, cpu(pool)) {
-                (Some(a), Some(b)) => (b - a) as f64 * 1e-9 / threads,
+                (Some(a), Some(b)) if !wall_clock => (b - a) as f64 * 1e-9 / threads,
                 _ => wall,
             };
             samples.push(*flops * reps as f64 / secs / 1e9);
@@ -181,16 +184,33 @@ fn main() {
 }
 
 /// A convolution case: random input, weights and bias, Relu, on a pool of `threads` threads.
+/// With `KB_COLD=n` the case holds `n` copies of the layer (their own weights, input and
+/// output) and each run takes the next, so that weights and activations come from the outer
+/// caches as they do inside a model.
 fn conv_case(name: String, isa: Isa, p: Conv2dParams, threads: usize, rng: &mut Rng) -> Case {
-    let x = rng.vec(p.input_len());
-    let w = rng.vec(p.weights_len());
-    let bias = rng.vec(p.out_channels);
-    let conv = Conv2d::with_isa(isa, p, &w, Some(&bias)).unwrap();
-    let mut out = vec![0.0f32; p.output_len()];
+    let copies: usize = std::env::var("KB_COLD")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1)
+        .max(1);
+    let mut layers: Vec<_> = (0..copies)
+        .map(|_| {
+            let x = rng.vec(p.input_len());
+            let w = rng.vec(p.weights_len());
+            let bias = rng.vec(p.out_channels);
+            let conv = Conv2d::with_isa(isa, p, &w, Some(&bias)).unwrap();
+            (conv, x, vec![0.0f32; p.output_len()])
+        })
+        .collect();
+    let mut next = 0;
     Case {
         name,
         flops: 2.0 * (p.output_len() * p.weights_len() / p.out_channels) as f64,
-        run: Box::new(move || conv.run(&x, &mut out, Activation::Relu)),
+        run: Box::new(move || {
+            let (conv, x, out) = &mut layers[next];
+            conv.run(x, out, Activation::Relu);
+            next = (next + 1) % copies;
+        }),
         pool: rayon::ThreadPoolBuilder::new()
             .num_threads(threads)
             .build()
