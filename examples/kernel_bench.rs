@@ -67,6 +67,39 @@ fn main() {
                     samples: Vec::new(),
                 });
             }
+            if threads == 1 {
+                // The micro-kernel alone: a packed A of `m` rows and a B read in place, both
+                // in L1/L2, K = 256 (one block); the driver's overhead is one call per product.
+                for m in [8usize, 64] {
+                    let (n, k) = (32, 256);
+                    let a = rng.vec(m * k);
+                    let pa = gemm::PackedA::with_isa(isa, MatRef::row_major(&a, m, k));
+                    let b = rng.vec(k * n);
+                    let mut c = vec![0.0f32; m * n];
+                    cases.push(Case {
+                        name: format!("micro {m}x{n}x{k} {} t1", cpu::name(isa)),
+                        flops: 2.0 * (64 * m * n * k) as f64,
+                        run: Box::new(move || {
+                            for _ in 0..64 {
+                                gemm::sgemm_packed_a(
+                                    1.0,
+                                    &pa,
+                                    MatRef::row_major(&b, k, n),
+                                    0.0,
+                                    &mut c,
+                                    n,
+                                    &Epilogue::NONE,
+                                )
+                            }
+                        }),
+                        pool: rayon::ThreadPoolBuilder::new()
+                            .num_threads(1)
+                            .build()
+                            .unwrap(),
+                        samples: Vec::new(),
+                    });
+                }
+            }
             let p = Conv2dParams {
                 batch: 1,
                 in_channels: 64,
