@@ -4,7 +4,7 @@
 //!
 //! `cargo run --release --example kernel_bench [rounds]`; `KB_ISA=avx512|avx2|portable` limits
 //! the ISAs, `KB_CASE=substring` the cases. `KB_CONV="ic,hw,oc,k,s,pad;..."` adds convolutions
-//! (one image, square images and kernels, bias and Relu), e.g. a model's layers; `KB_COLD=n`
+//! (`ic,hw,oc,k,s,pad[,groups]`; one image, square images and kernels, bias and Relu), e.g. a model's layers; `KB_COLD=n`
 //! cycles each through `n` copies of its data (outer caches, as inside a model); `KB_WALL=1`
 //! times in wall-clock time instead (which counts a worker's idle waits).
 
@@ -127,8 +127,10 @@ fn main() {
             .split(',')
             .filter_map(|x| x.trim().parse().ok())
             .collect();
-        let [ic, hw, oc, k, s, pad] = v[..] else {
-            continue;
+        let (ic, hw, oc, k, s, pad, groups) = match v[..] {
+            [ic, hw, oc, k, s, pad] => (ic, hw, oc, k, s, pad, 1),
+            [ic, hw, oc, k, s, pad, g] => (ic, hw, oc, k, s, pad, g),
+            _ => continue,
         };
         let p = Conv2dParams {
             batch: 1,
@@ -146,12 +148,12 @@ fn main() {
             pad_right: pad,
             dilation_h: 1,
             dilation_w: 1,
-            groups: 1,
+            groups,
         };
         for &isa in &isas {
             for threads in [1, 2] {
                 let name = format!(
-                    "conv {ic}->{oc} {hw}² {k}x{k}/{s} {} t{threads}",
+                    "conv {ic}->{oc} {hw}² {k}x{k}/{s} g{groups} {} t{threads}",
                     cpu::name(isa)
                 );
                 cases.push(conv_case(name, isa, p, threads, &mut rng));

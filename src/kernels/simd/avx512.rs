@@ -366,33 +366,46 @@ unsafe fn depthwise_rows<const S: usize, const NB: usize>(
     for oy in 0..g.oh {
         let mut even = [_mm512_set1_ps(bias); NB];
         let mut odd = [_mm512_setzero_ps(); NB];
-        for ky in 0..g.kh {
-            let iy = (oy * g.stride_h + ky * g.dilation_h) as isize - g.pad_top as isize;
-            if iy < 0 || iy >= g.in_h as isize {
-                continue;
-            }
-            // Rows outside the image were skipped, so `row` is the start of an input row.
-            let row = x.wrapping_add(iy as usize * g.in_w);
-            let acc = if ky % 2 == 0 { &mut even } else { &mut odd };
-            for kx in 0..g.kw {
-                // SAFETY: `w` holds `kh·kw` floats (contract). Loads are masked to the columns
-                // `0..in_w` of row `iy < in_h` (masked-off lanes are not accessed), so they stay
-                // inside `x`; `wrapping_offset` keeps the address arithmetic defined.
-                unsafe {
-                    let wv = _mm512_set1_ps(*w.add(ky * g.kw + kx));
-                    for b in 0..NB {
-                        let (m0, m1) = masks[kx][b];
-                        let p = row.wrapping_offset(start[kx][b]);
-                        let lo = _mm512_maskz_loadu_ps(m0, p);
-                        let v = if S == 1 {
-                            lo
-                        } else {
-                            let hi = _mm512_maskz_loadu_ps(m1, p.wrapping_add(16));
-                            _mm512_permutex2var_ps(lo, even_idx, hi)
-                        };
-                        acc[b] = _mm512_fmadd_ps(wv, v, acc[b]);
+        // Adds kernel row `ky` into `acc` (skipped when the row falls in the padding). A macro
+        // rather than a choice of `&mut even` or `&mut odd` at run time: a reference chosen at
+        // run time keeps both arrays in memory, and every FMA then waits on a store.
+        macro_rules! kernel_row {
+            ($ky:expr, $acc:ident) => {{
+                let ky = $ky;
+                let iy = (oy * g.stride_h + ky * g.dilation_h) as isize - g.pad_top as isize;
+                if iy >= 0 && iy < g.in_h as isize {
+                    // Rows outside the image were skipped, so `row` is the start of an input
+                    // row.
+                    let row = x.wrapping_add(iy as usize * g.in_w);
+                    for kx in 0..g.kw {
+                        // SAFETY: `w` holds `kh·kw` floats (contract). Loads are masked to the
+                        // columns `0..in_w` of row `iy < in_h` (masked-off lanes are not
+                        // accessed), so they stay inside `x`; `wrapping_offset` keeps the
+                        // address arithmetic defined.
+                        unsafe {
+                            let wv = _mm512_set1_ps(*w.add(ky * g.kw + kx));
+                            for b in 0..NB {
+                                let (m0, m1) = masks[kx][b];
+                                let p = row.wrapping_offset(start[kx][b]);
+                                let lo = _mm512_maskz_loadu_ps(m0, p);
+                                let v = if S == 1 {
+                                    lo
+                                } else {
+                                    let hi = _mm512_maskz_loadu_ps(m1, p.wrapping_add(16));
+                                    _mm512_permutex2var_ps(lo, even_idx, hi)
+                                };
+                                $acc[b] = _mm512_fmadd_ps(wv, v, $acc[b]);
+                            }
+                        }
                     }
                 }
+            }};
+        }
+        // Even kernel rows into `even`, odd ones into `odd`: two independent FMA chains.
+        for pair in 0..g.kh.div_ceil(2) {
+            kernel_row!(2 * pair, even);
+            if 2 * pair + 1 < g.kh {
+                kernel_row!(2 * pair + 1, odd);
             }
         }
         for b in 0..NB {
