@@ -321,38 +321,50 @@ unsafe fn depthwise_blocks<const S: usize, const NB: usize>(
     for oy in 0..g.oh {
         let mut even = [_mm256_set1_ps(bias); NB];
         let mut odd = [_mm256_setzero_ps(); NB];
-        for ky in 0..g.kh {
-            let iy = (oy * g.stride_h + ky * g.dilation_h) as isize - g.pad_top as isize;
-            if iy < 0 || iy >= g.in_h as isize {
-                continue;
-            }
-            // Rows outside the image were skipped, so `row` is the start of an input row.
-            let row = x.wrapping_add(iy as usize * g.in_w);
-            let acc = if ky % 2 == 0 { &mut even } else { &mut odd };
-            for kx in 0..g.kw {
-                // SAFETY: `w` holds `kh·kw` floats (contract). Loads are masked to the columns
-                // `0..in_w` of row `iy < in_h` (a full mask means all 8 lanes are inside), so
-                // they stay inside `x`; `wrapping_offset` keeps the address arithmetic defined.
-                unsafe {
-                    let wv = _mm256_set1_ps(*w.add(ky * g.kw + kx));
-                    for b in 0..NB {
-                        let (m0, m1) = masks[kx][b];
-                        let f = full[kx][b];
-                        let p = row.wrapping_offset(start[kx][b]);
-                        let lo = load_masked(p, m0, f);
-                        let v = if S == 1 {
-                            lo
-                        } else {
-                            let hi = load_masked(p.wrapping_add(8), m1, f);
-                            // [lo0 lo2 hi0 hi2 | lo4 lo6 hi4 hi6] → [lo0 lo2 lo4 lo6 hi0 … hi6]
-                            let t = _mm256_shuffle_ps::<0b10_00_10_00>(lo, hi);
-                            _mm256_castpd_ps(_mm256_permute4x64_pd::<0b11_01_10_00>(
-                                _mm256_castps_pd(t),
-                            ))
-                        };
-                        acc[b] = _mm256_fmadd_ps(wv, v, acc[b]);
+        // Adds kernel row `ky` into `acc` (skipped when the row falls in the padding); a macro
+        // so that `even` and `odd` stay in registers (see the AVX-512 kernel).
+        macro_rules! kernel_row {
+            ($ky:expr, $acc:ident) => {{
+                let ky = $ky;
+                let iy = (oy * g.stride_h + ky * g.dilation_h) as isize - g.pad_top as isize;
+                if iy >= 0 && iy < g.in_h as isize {
+                    // Rows outside the image were skipped, so `row` is the start of an input
+                    // row.
+                    let row = x.wrapping_add(iy as usize * g.in_w);
+                    for kx in 0..g.kw {
+                        // SAFETY: `w` holds `kh·kw` floats (contract). Loads are masked to the
+                        // columns `0..in_w` of row `iy < in_h` (a full mask means all 8 lanes
+                        // are inside), so they stay inside `x`; `wrapping_offset` keeps the
+                        // address arithmetic defined.
+                        unsafe {
+                            let wv = _mm256_set1_ps(*w.add(ky * g.kw + kx));
+                            for b in 0..NB {
+                                let (m0, m1) = masks[kx][b];
+                                let f = full[kx][b];
+                                let p = row.wrapping_offset(start[kx][b]);
+                                let lo = load_masked(p, m0, f);
+                                let v = if S == 1 {
+                                    lo
+                                } else {
+                                    let hi = load_masked(p.wrapping_add(8), m1, f);
+                                    // [lo0 lo2 hi0 hi2 | lo4 lo6 hi4 hi6] → [lo0 lo2 lo4 lo6 hi0 … hi6]
+                                    let t = _mm256_shuffle_ps::<0b10_00_10_00>(lo, hi);
+                                    _mm256_castpd_ps(_mm256_permute4x64_pd::<0b11_01_10_00>(
+                                        _mm256_castps_pd(t),
+                                    ))
+                                };
+                                $acc[b] = _mm256_fmadd_ps(wv, v, $acc[b]);
+                            }
+                        }
                     }
                 }
+            }};
+        }
+        // Even kernel rows into `even`, odd ones into `odd`: two independent FMA chains.
+        for pair in 0..g.kh.div_ceil(2) {
+            kernel_row!(2 * pair, even);
+            if 2 * pair + 1 < g.kh {
+                kernel_row!(2 * pair + 1, odd);
             }
         }
         for b in 0..NB {
