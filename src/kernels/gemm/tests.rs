@@ -298,27 +298,66 @@ fn fused_ref(am: &MatRef, bm: &MatRef, row_bias: &[f32], z: &[f32]) -> Vec<f32> 
     want
 }
 
+/// Random operands of `C = relu(A·B + row_bias + z)`, `m×k` times `k×n`, both row-major.
+struct Fused {
+    a: Vec<f32>,
+    b: Vec<f32>,
+    row_bias: Vec<f32>,
+    z: Vec<f32>,
+    m: usize,
+    n: usize,
+    k: usize,
+}
+
+impl Fused {
+    fn new(rng: &mut Rng, m: usize, n: usize, k: usize) -> Fused {
+        let (a, b) = (rng.vec(m * k), rng.vec(k * n));
+        let (row_bias, z) = (rng.vec(m), rng.vec(m * n));
+        Fused {
+            a,
+            b,
+            row_bias,
+            z,
+            m,
+            n,
+            k,
+        }
+    }
+
+    fn am(&self) -> MatRef<'_> {
+        MatRef::row_major(&self.a, self.m, self.k)
+    }
+
+    fn bm(&self) -> MatRef<'_> {
+        MatRef::row_major(&self.b, self.k, self.n)
+    }
+
+    /// The expected C, by the naive oracle.
+    fn want(&self) -> Vec<f32> {
+        fused_ref(&self.am(), &self.bm(), &self.row_bias, &self.z)
+    }
+
+    /// The epilogue: per-row bias, the residual `z` and Relu.
+    fn ep(&self) -> Epilogue<'_> {
+        Epilogue {
+            bias: Bias::PerRow(&self.row_bias),
+            residual: Some((&self.z, self.n)),
+            activation: Activation::Relu,
+        }
+    }
+}
+
 #[test]
 fn rows_outer_order() {
     // A shallow K block and wide C (K ≤ 128, N ≥ 512, B packed): A micro-panels outermost.
     for isa in cpu::test_isas() {
         let mut rng = Rng::new(29);
         for &(m, n, k) in &[(100, 700, 64), (257, 600, 100), (70, 3136, 128)] {
-            let a = rng.vec(m * k);
-            let b = rng.vec(k * n);
-            let am = MatRef::row_major(&a, m, k);
-            let bm = MatRef::row_major(&b, k, n);
+            let f = Fused::new(&mut rng, m, n, k);
+            let (am, bm, want, ep) = (f.am(), f.bm(), f.want(), f.ep());
             if isa != Isa::Portable {
                 assert!(!read_b_in_place(isa, &Src::Mat(bm), m, k), "{m}x{n}x{k}");
             }
-            let row_bias = rng.vec(m);
-            let z = rng.vec(m * n);
-            let want = fused_ref(&am, &bm, &row_bias, &z);
-            let ep = Epilogue {
-                bias: Bias::PerRow(&row_bias),
-                residual: Some((&z, n)),
-                activation: Activation::Relu,
-            };
             for parallel in [false, true] {
                 let what = format!("{isa:?} {m}x{n}x{k} parallel {parallel}");
                 let pa = PackedA::with_isa(isa, am);
@@ -404,18 +443,8 @@ fn whole_k_parallel_on_several_pool_sizes() {
     for isa in cpu::test_isas() {
         let mut rng = Rng::new(31);
         for &(m, n, k) in &[(256, 196, 600), (200, 333, 300), (64, 900, 260)] {
-            let a = rng.vec(m * k);
-            let b = rng.vec(k * n);
-            let am = MatRef::row_major(&a, m, k);
-            let bm = MatRef::row_major(&b, k, n);
-            let row_bias = rng.vec(m);
-            let z = rng.vec(m * n);
-            let want = fused_ref(&am, &bm, &row_bias, &z);
-            let ep = Epilogue {
-                bias: Bias::PerRow(&row_bias),
-                residual: Some((&z, n)),
-                activation: Activation::Relu,
-            };
+            let f = Fused::new(&mut rng, m, n, k);
+            let (am, bm, want, ep) = (f.am(), f.bm(), f.want(), f.ep());
             let pa = PackedA::with_isa(isa, am);
             for threads in [2, 3, 4] {
                 let pool = rayon::ThreadPoolBuilder::new()
