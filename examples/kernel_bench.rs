@@ -3,10 +3,10 @@
 //! the workers' on-CPU time (see the comment in `main`).
 //!
 //! `cargo run --release --example kernel_bench [rounds]`; `KB_ISA=avx512|avx2|portable` limits
-//! the ISAs, `KB_CASE=substring` the cases. `KB_CONV="ic,hw,oc,k,s,pad;..."` adds convolutions
-//! (`ic,hw,oc,k,s,pad[,groups]`; one image, square images and kernels, bias and Relu), e.g. a model's layers; `KB_COLD=n`
-//! cycles each through `n` copies of its data (outer caches, as inside a model); `KB_WALL=1`
-//! times in wall-clock time instead (which counts a worker's idle waits).
+//! the ISAs, `KB_CASE=substring` the cases. `KB_CONV="ic,hw,oc,k,s,pad[,groups];..."` adds
+//! convolutions (one image, square images and kernels, bias and Relu), e.g. a model's layers;
+//! `KB_COLD=n` cycles each through `n` copies of its data (outer caches, as inside a model);
+//! `KB_WALL=1` times in wall-clock time instead (which counts a worker's idle waits).
 
 use std::time::Instant;
 
