@@ -2,14 +2,18 @@
 //!
 //! Paths chosen once in [`Conv2d::new`]:
 //! - **pointwise** (1×1, stride 1, no padding): the input plane block is already the B matrix,
-//!   `out[g] = W[g] · X[g]`, one GEMM per image and group with prepacked weights;
+//!   `out[g] = W[g] · X[g]`, one GEMM per image and group with prepacked weights; a 1×1
+//!   convolution with a stride and no padding first copies the input sampled at the stride;
 //! - **depthwise** (`groups == in_c == out_c`): one plane per channel, in parallel, by the loops
 //!   of the `depthwise` module (an AVX-512 plane kernel, or loops vectorised along output
 //!   rows);
 //! - **general**: implicit im2col: a GEMM with the prepacked weights as A
 //!   (`out[oc, pixels] = W[oc, k] · cols[k, pixels]`) whose B panels are gathered straight from
 //!   the input while packing, so the column matrix is never materialised (memory stays bounded
-//!   by the GEMM's `KC×NC` packing buffer).
+//!   by the GEMM's `KC×NC` packing buffer). With pads or a horizontal stride, the panels are
+//!   gathered from a staged copy of the input: zero-padded, and with its rows split into the
+//!   stride's phases (even columns, then odd ones, for stride 2), so that every row segment of
+//!   a panel is one contiguous copy.
 //!
 //! Work is parallel over images × groups when there are enough of them, otherwise inside the
 //! GEMM (including its packing).
@@ -191,15 +195,32 @@ enum Path {
     Depthwise,
     /// Winograd F(4×4, 3×3).
     Winograd,
-    /// GEMM per group with prepacked weights (pointwise or im2col).
-    Gemm {
-        pointwise: bool,
-        /// Per im2col row: where it reads (empty for pointwise).
-        krows: Vec<KRow>,
-        /// For stride-1 padded convolutions: the geometry of the zero-padded input copy
-        /// (same output size, no pads) and its im2col rows.
-        padded: Option<Box<(Conv2dParams, Vec<KRow>)>>,
-    },
+    /// GEMM per group with prepacked weights; B is made as [`GemmInput`] says.
+    Gemm(GemmInput),
+}
+
+/// Where the GEMM path's B matrix (`k × pixels` per image and group) comes from.
+#[derive(Clone, Debug)]
+enum GemmInput {
+    /// 1×1, stride 1, no pads: the input planes are B as they are.
+    Pointwise,
+    /// 1×1 with a stride and no pads: B is a copy of the input sampled at the stride.
+    Subsampled,
+    /// Implicit im2col straight from the input, through these rows.
+    Im2col(Vec<KRow>),
+    /// Implicit im2col from a staged copy of the input (see [`Staged`]).
+    Staged(Box<Staged>),
+}
+
+/// A staged input copy for the implicit im2col: each plane zero-padded, and each padded row
+/// split into the horizontal stride's phases (`s` runs: the padded columns `≡ q (mod s)` in
+/// order, for `q = 0..s`), so that consecutive output columns read consecutive elements.
+#[derive(Clone, Debug)]
+struct Staged {
+    /// The convolution with its pads folded into the plane size (rows `in_w` long).
+    geometry: Conv2dParams,
+    /// Its im2col rows, addressing the phase-split rows.
+    rows: Vec<KRow>,
 }
 
 /// Precomputed addressing of one im2col row `r = (c, ky, kx)`.
@@ -211,6 +232,9 @@ struct KRow {
     ky_off: usize,
     /// `kx * dilation_w`.
     kd: usize,
+    /// Where output column 0 reads in its input row when consecutive output columns read
+    /// consecutive elements (stride 1, or a phase-split staged row); valid for `lo..hi`.
+    src0: isize,
     /// Output columns whose input column is inside the image: `lo..hi`.
     lo: usize,
     hi: usize,
@@ -284,53 +308,7 @@ impl Conv2d {
         } else if winograd::suits(&p) {
             Path::Winograd
         } else {
-            let pointwise = p.kernel_h == 1
-                && p.kernel_w == 1
-                && p.stride_h == 1
-                && p.stride_w == 1
-                && p.pad_top + p.pad_left + p.pad_bottom + p.pad_right == 0;
-            let krows = if pointwise {
-                Vec::new()
-            } else {
-                im2col_rows(&p)
-            };
-            // Stride-1 padded convolutions read a zero-padded copy of the input, so that every
-            // im2col row segment is one contiguous copy (no border split per segment). Only
-            // when the copy stays near the input's size: pads far wider than the kernel (with a
-            // large vertical stride the output stays small) would make it arbitrarily large.
-            let padded_plane = (p
-                .in_h
-                .saturating_add(p.pad_top)
-                .saturating_add(p.pad_bottom))
-            .saturating_mul(
-                p.in_w
-                    .saturating_add(p.pad_left)
-                    .saturating_add(p.pad_right),
-            );
-            let padded = (!pointwise
-                && p.stride_w == 1
-                && p.in_h > 0
-                && p.in_w > 0
-                && p.pad_top + p.pad_left + p.pad_bottom + p.pad_right > 0
-                && padded_plane <= 4 * (p.in_h * p.in_w).max(1024))
-            .then(|| {
-                let pp = Conv2dParams {
-                    in_h: p.in_h + p.pad_top + p.pad_bottom,
-                    in_w: p.in_w + p.pad_left + p.pad_right,
-                    pad_top: 0,
-                    pad_left: 0,
-                    pad_bottom: 0,
-                    pad_right: 0,
-                    ..p
-                };
-                let rows = im2col_rows(&pp);
-                Box::new((pp, rows))
-            });
-            Path::Gemm {
-                pointwise,
-                krows,
-                padded,
-            }
+            Path::Gemm(gemm_input(&p))
         };
         Ok(Conv2d {
             p,
@@ -402,30 +380,17 @@ impl Conv2d {
                     late(output, z);
                 }
             }
-            (
-                Path::Gemm {
-                    pointwise,
-                    krows,
-                    padded,
-                },
-                ConvFilters::Packed(weights),
-            ) => {
-                let padded = padded.as_deref().map(|(pp, rows)| (pp, &rows[..]));
-                self.run_gemm(
-                    weights, *pointwise, krows, padded, input, output, residual, activation,
-                )
+            (Path::Gemm(how), ConvFilters::Packed(weights)) => {
+                self.run_gemm(weights, how, input, output, residual, activation)
             }
             _ => unreachable!("with_filters checks that the filters fit the path"),
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn run_gemm(
         &self,
         weights: &[PackedA],
-        pointwise: bool,
-        krows: &[KRow],
-        padded: Option<(&Conv2dParams, &[KRow])>,
+        how: &GemmInput,
         input: &[f32],
         output: &mut [f32],
         residual: Option<&[f32]>,
@@ -452,24 +417,39 @@ impl Conv2d {
                 residual: residual.map(|z| (&z[idx * ocg * pix..(idx + 1) * ocg * pix], pix)),
                 activation: act,
             };
-            if pointwise {
-                let bm = MatRef::row_major(x, icg, pix);
-                gemm::sgemm_packed_a_with(inner_par, 1.0, &weights[g], bm, 0.0, out, pix, &ep);
-                return;
+            let w = &weights[g];
+            match how {
+                GemmInput::Pointwise => {
+                    let bm = MatRef::row_major(x, icg, pix);
+                    gemm::sgemm_packed_a_with(inner_par, 1.0, w, bm, 0.0, out, pix, &ep);
+                }
+                GemmInput::Subsampled => {
+                    let buf = subsample_planes(p, x, inner_par);
+                    let bm = MatRef::row_major(&buf, icg, pix);
+                    gemm::sgemm_packed_a_with(inner_par, 1.0, w, bm, 0.0, out, pix, &ep);
+                }
+                GemmInput::Im2col(krows) => {
+                    let src = Im2col {
+                        p,
+                        x,
+                        krows,
+                        pix,
+                        unit: p.stride_w == 1,
+                    };
+                    gemm::sgemm_packed_a_src(inner_par, 1.0, w, &src, 0.0, out, pix, &ep);
+                }
+                GemmInput::Staged(staged) => {
+                    let buf = stage_planes(self.isa, p, &staged.geometry, x, inner_par);
+                    let src = Im2col {
+                        p: &staged.geometry,
+                        x: &buf,
+                        krows: &staged.rows,
+                        pix,
+                        unit: true,
+                    };
+                    gemm::sgemm_packed_a_src(inner_par, 1.0, w, &src, 0.0, out, pix, &ep);
+                }
             }
-            if let Some((pp, prows)) = padded {
-                let buf = pad_planes(p, pp, x, icg);
-                let src = Im2col {
-                    p: pp,
-                    x: &buf,
-                    krows: prows,
-                    pix,
-                };
-                gemm::sgemm_packed_a_src(inner_par, 1.0, &weights[g], &src, 0.0, out, pix, &ep);
-                return;
-            }
-            let src = Im2col { p, x, krows, pix };
-            gemm::sgemm_packed_a_src(inner_par, 1.0, &weights[g], &src, 0.0, out, pix, &ep);
         };
         let chunk = ocg * pix;
         if outer_par {
@@ -551,6 +531,7 @@ fn im2col_rows(p: &Conv2dParams) -> Vec<KRow> {
                 plane: c * p.in_h * p.in_w,
                 ky_off: ky * p.dilation_h,
                 kd,
+                src0: kd as isize - p.pad_left as isize,
                 lo,
                 hi,
             }
@@ -558,21 +539,152 @@ fn im2col_rows(p: &Conv2dParams) -> Vec<KRow> {
         .collect()
 }
 
-/// Copies the `planes` input planes of `x` (geometry `p`) into zero-padded planes of the
-/// geometry `pp` (`p` with its pads folded into the plane size).
-fn pad_planes(p: &Conv2dParams, pp: &Conv2dParams, x: &[f32], planes: usize) -> Vec<f32> {
-    let (ph, pw) = (pp.in_h, pp.in_w);
-    let mut buf = vec![0.0f32; planes * ph * pw];
-    for (dst, src) in buf
-        .chunks_exact_mut(ph * pw)
-        .zip(x.chunks_exact(p.in_h * p.in_w))
+/// How the GEMM path reads the input of `p` (not depthwise, not Winograd).
+fn gemm_input(p: &Conv2dParams) -> GemmInput {
+    let one_by_one = p.kernel_h == 1 && p.kernel_w == 1;
+    let pads = p.pad_top + p.pad_left + p.pad_bottom + p.pad_right;
+    if one_by_one && pads == 0 {
+        return if p.stride_h == 1 && p.stride_w == 1 {
+            GemmInput::Pointwise
+        } else {
+            GemmInput::Subsampled
+        };
+    }
+    // A staged copy turns every im2col row segment into one contiguous copy (no border split
+    // per segment, no strided gather). Only when the copy stays near the input's size: pads
+    // far wider than the kernel (with a large vertical stride the output stays small) would
+    // make it arbitrarily large.
+    let staged_plane = (p
+        .in_h
+        .saturating_add(p.pad_top)
+        .saturating_add(p.pad_bottom))
+    .saturating_mul(
+        p.in_w
+            .saturating_add(p.pad_left)
+            .saturating_add(p.pad_right),
+    );
+    if p.in_h > 0
+        && p.in_w > 0
+        && (pads > 0 || p.stride_w > 1)
+        && staged_plane <= 4 * (p.in_h * p.in_w).max(1024)
     {
-        for (drow, srow) in dst[p.pad_top * pw..]
-            .chunks_exact_mut(pw)
-            .zip(src.chunks_exact(p.in_w))
-        {
-            drow[p.pad_left..p.pad_left + p.in_w].copy_from_slice(srow);
+        let geometry = Conv2dParams {
+            in_h: p.in_h + p.pad_top + p.pad_bottom,
+            in_w: p.in_w + p.pad_left + p.pad_right,
+            pad_top: 0,
+            pad_left: 0,
+            pad_bottom: 0,
+            pad_right: 0,
+            ..*p
+        };
+        let (w, s) = (geometry.in_w, geometry.stride_w);
+        let mut rows = im2col_rows(&geometry);
+        for r in &mut rows {
+            r.src0 = (phase_start(w, s, r.kd % s) + r.kd / s) as isize;
         }
+        return GemmInput::Staged(Box::new(Staged { geometry, rows }));
+    }
+    GemmInput::Im2col(im2col_rows(p))
+}
+
+/// Where phase `q` starts in a row of `w` elements split into the phases of stride `s`: the
+/// sizes of phases `0..q`, phase `r` holding columns `r, r + s, …` below `w`.
+fn phase_start(w: usize, s: usize, q: usize) -> usize {
+    (0..q).map(|r| w.saturating_sub(r).div_ceil(s)).sum()
+}
+
+/// Copies the `icg` input planes of `x` (geometry `p`) into the staged layout of `g` (`p` with
+/// its pads folded into the plane size): zero-padded, each row split into the phases of the
+/// horizontal stride. In parallel over planes when `par`; the loops compiled for `isa`.
+fn stage_planes(isa: Isa, p: &Conv2dParams, g: &Conv2dParams, x: &[f32], par: bool) -> Vec<f32> {
+    let (in_plane, plane) = (p.in_h * p.in_w, g.in_h * g.in_w);
+    let planes = x.len() / in_plane;
+    let mut buf = vec![0.0f32; planes * plane];
+    let (w, s) = (g.in_w, g.stride_w);
+    // Per phase: the first input column it holds, and where that lands in the row.
+    let phases: Vec<(usize, usize)> = (0..s)
+        .filter_map(|q| {
+            // The first padded column `c ≥ pad_left` with `c ≡ q (mod s)`.
+            let c = p.pad_left + (q + s - p.pad_left % s) % s;
+            (c < p.pad_left + p.in_w).then(|| (c - p.pad_left, phase_start(w, s, q) + c / s))
+        })
+        .collect();
+    // Stride 2: where phase 1 starts in a row.
+    let split = phase_start(w, s, 1);
+    let one = |(dst, src): (&mut [f32], &[f32])| {
+        simd::vectorize(
+            isa,
+            #[inline(always)]
+            || {
+                for (drow, srow) in dst[p.pad_top * w..]
+                    .chunks_exact_mut(w)
+                    .zip(src.chunks_exact(p.in_w))
+                {
+                    match (s, &phases[..]) {
+                        (1, _) => drow[p.pad_left..p.pad_left + p.in_w].copy_from_slice(srow),
+                        (2, &[(f0, at0), (f1, at1)]) => {
+                            // Input columns alternate between the two phases: pairs, the
+                            // first of each to the phase holding the row's first column.
+                            let (p0, p1) = drow.split_at_mut(split);
+                            let (d0, d1) = (&mut p0[at0..], &mut p1[at1 - split..]);
+                            let (lead, lag, first) =
+                                if f0 < f1 { (d0, d1, f0) } else { (d1, d0, f1) };
+                            let pairs = srow[first..].chunks_exact(2);
+                            let (n, rest) = (pairs.len(), pairs.remainder());
+                            for ((pair, a), b) in pairs.zip(lead.iter_mut()).zip(lag.iter_mut()) {
+                                *a = pair[0];
+                                *b = pair[1];
+                            }
+                            if let &[v] = rest {
+                                lead[n] = v;
+                            }
+                        }
+                        _ => {
+                            for &(first, at) in &phases {
+                                let from = srow[first..].iter().step_by(s);
+                                for (d, &v) in drow[at..].iter_mut().zip(from) {
+                                    *d = v;
+                                }
+                            }
+                        }
+                    }
+                }
+            },
+        )
+    };
+    if par && buf.len() >= 1 << 15 {
+        buf.par_chunks_exact_mut(plane)
+            .zip(x.par_chunks_exact(in_plane))
+            .for_each(one);
+    } else {
+        buf.chunks_exact_mut(plane)
+            .zip(x.chunks_exact(in_plane))
+            .for_each(one);
+    }
+    buf
+}
+
+/// The input planes of `x` (geometry `p`, a 1×1 kernel without pads) sampled at the strides:
+/// `icg` planes of `out_h × out_w`. In parallel over planes when `par`.
+fn subsample_planes(p: &Conv2dParams, x: &[f32], par: bool) -> Vec<f32> {
+    let (in_plane, oh, ow) = (p.in_h * p.in_w, p.out_h(), p.out_w());
+    let mut buf = vec![0.0f32; x.len() / in_plane * oh * ow];
+    let one = |(dst, src): (&mut [f32], &[f32])| {
+        for (oy, drow) in dst.chunks_exact_mut(ow).enumerate() {
+            let srow = &src[oy * p.stride_h * p.in_w..][..p.in_w];
+            for (d, &v) in drow.iter_mut().zip(srow.iter().step_by(p.stride_w)) {
+                *d = v;
+            }
+        }
+    };
+    if par && buf.len() >= 1 << 15 {
+        buf.par_chunks_exact_mut(oh * ow)
+            .zip(x.par_chunks_exact(in_plane))
+            .for_each(one);
+    } else {
+        buf.chunks_exact_mut(oh * ow)
+            .zip(x.chunks_exact(in_plane))
+            .for_each(one);
     }
     buf
 }
@@ -606,6 +718,9 @@ struct Im2col<'a> {
     /// Addressing of every row.
     krows: &'a [KRow],
     pix: usize,
+    /// Whether consecutive output columns read consecutive elements of an input row (stride
+    /// 1, or phase-split staged rows): row segments are then copies from `KRow::src0` on.
+    unit: bool,
 }
 
 impl PanelSource for Im2col<'_> {
@@ -645,9 +760,10 @@ impl PanelSource for Im2col<'_> {
                     continue;
                 }
                 let irow = &plane[iy as usize * p.in_w..(iy as usize + 1) * p.in_w];
-                if p.stride_w == 1 && kr.lo <= ox0 && ox0 + run <= kr.hi {
-                    // Interior: one contiguous copy (the common case).
-                    let start = ox0 + kr.kd - p.pad_left;
+                if self.unit && kr.lo <= ox0 && ox0 + run <= kr.hi {
+                    // Interior: one contiguous copy (the common case). `src0 + ox ≥ 0` for
+                    // `ox` in `lo..hi`.
+                    let start = (ox0 as isize + kr.src0) as usize;
                     let src = &irow[start..start + run];
                     match (
                         <&mut [f32; MAX_NR]>::try_from(&mut *seg),
@@ -664,11 +780,12 @@ impl PanelSource for Im2col<'_> {
                 let (mid, tail) = rest.split_at_mut(b - a);
                 zero_short(head);
                 zero_short(tail);
-                if a < b {
+                if a < b && self.unit {
+                    let start = (a as isize + kr.src0) as usize;
+                    copy_short(mid, &irow[start..start + (b - a)]);
+                } else if a < b {
                     let start = a * p.stride_w + kr.kd - p.pad_left;
-                    if p.stride_w == 1 {
-                        copy_short(mid, &irow[start..start + (b - a)]);
-                    } else if p.stride_w == 2 {
+                    if p.stride_w == 2 {
                         // Exact-length source: no bounds checks in the loop.
                         let src = &irow[start..start + 2 * (b - a) - 1];
                         for (i, o) in mid.iter_mut().enumerate() {

@@ -95,6 +95,20 @@ fn all(isa: Isa) {
         params(2, 4, 9, 11, 6, (5, 3), (1, 1), [2, 1, 3, 0], (2, 1), 2),
         params(1, 3, 6, 5, 4, (3, 3), (1, 1), [3, 3, 3, 3], (1, 1), 1),
         params(1, 2, 33, 35, 5, (2, 2), (1, 1), [0, 0, 1, 1], (1, 1), 1),
+        // Staged copies split into stride phases: stems (7×7 and 3×3 at stride 2), odd and
+        // even widths, strides 2 and 3, dilation, asymmetric pads, no pads, groups, widths
+        // below the stride.
+        params(1, 3, 30, 31, 8, (7, 7), (2, 2), [3, 3, 3, 3], (1, 1), 1),
+        params(2, 3, 17, 18, 5, (3, 3), (2, 2), [1, 1, 1, 1], (1, 1), 1),
+        params(1, 4, 13, 23, 6, (3, 4), (1, 3), [0, 2, 1, 1], (1, 2), 2),
+        params(1, 3, 12, 12, 4, (2, 2), (2, 2), [0, 0, 0, 0], (1, 1), 1),
+        params(1, 5, 9, 20, 3, (5, 3), (3, 2), [2, 0, 2, 1], (2, 3), 1),
+        params(1, 2, 5, 1, 3, (3, 3), (2, 2), [1, 1, 1, 1], (1, 1), 1),
+        params(1, 40, 15, 15, 9, (3, 3), (2, 2), [1, 1, 1, 1], (1, 1), 1),
+        // 1×1 with strides and no pads: the input sampled at the stride, then pointwise.
+        params(2, 6, 9, 11, 5, (1, 1), (2, 3), [0, 0, 0, 0], (1, 1), 1),
+        params(1, 20, 14, 14, 33, (1, 1), (2, 2), [0, 0, 0, 0], (1, 1), 1),
+        params(1, 4, 7, 8, 6, (1, 1), (3, 1), [0, 0, 0, 0], (1, 1), 2),
         // Pads far wider than the input with a vertical stride that keeps the output
         // small: no zero-padded copy of (2·10⁹ + 8) rows (it aborted on allocation).
         params(
