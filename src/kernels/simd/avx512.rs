@@ -60,7 +60,8 @@ unsafe fn store_setup(nr: usize, alpha: f32, beta: f32, tail: &RawTail) -> Store
 
 /// One `M×32` tile (`M×16` when `W2` is false: a column at most 16 wide, whose second half
 /// is neither computed nor stored): accumulates over `kc`, then stores
-/// `clamp(alpha·acc + beta·C + row_bias + col_bias + residual)` through `s`.
+/// `clamp(alpha·acc + beta·C + row_bias + col_bias + residual)` through `s`; meanwhile prefetches
+/// the `kc` A columns from `pf` on (the next micro-panel: any address, only prefetched).
 ///
 /// # Safety
 /// - The CPU supports AVX-512F.
@@ -70,6 +71,7 @@ unsafe fn store_setup(nr: usize, alpha: f32, beta: f32, tail: &RawTail) -> Store
 ///   and `W2` is false only when `nr ≤ 16`.
 /// - `row_bias` is null or readable for `M` floats; `res` is null or points to `M` row slices,
 ///   each with the tile's `nr` floats from `col` on.
+/// - `pf` is only prefetched (a hint that never faults), never read.
 #[target_feature(enable = "avx512f")]
 #[inline]
 #[allow(clippy::too_many_arguments)]
@@ -83,10 +85,12 @@ unsafe fn tile<const M: usize, const W2: bool>(
     row_bias: *const f32,
     res: *const &[f32],
     s: &Store,
+    pf: *const f32,
 ) {
     let mut acc0 = [_mm512_setzero_ps(); M];
     let mut acc1 = [_mm512_setzero_ps(); M];
-    for k in 0..kc {
+    // One step of k: row k of the B panel times column k of the A micro-panel.
+    let mut step = |k: usize| {
         // SAFETY: k < kc, so `b + k*ldb .. +32` and `a + k*8 .. +8` are inside the panels.
         unsafe {
             let bp = b.add(k * ldb);
@@ -101,6 +105,18 @@ unsafe fn tile<const M: usize, const W2: bool>(
                 }
             }
         }
+    };
+    // Two steps per iteration and one prefetch of the next A micro-panel, the 64-byte line
+    // its same two steps read: inside a model the weights come from memory, and their
+    // stream restarted at every micro-panel (ResNet-50's 512→2048 1×1 layer with data out of
+    // cache: 73 → 95 GFLOP/s).
+    for k in (0..kc & !1).step_by(2) {
+        _mm_prefetch::<_MM_HINT_T0>(pf.wrapping_add(k * MR) as *const i8);
+        step(k);
+        step(k + 1);
+    }
+    if kc % 2 == 1 {
+        step(kc - 1);
     }
     for i in 0..M {
         let p0 = c[i].as_mut_ptr().wrapping_add(col);
@@ -203,14 +219,102 @@ pub(super) unsafe fn kernel_column(
         macro_rules! go {
             ($w:literal) => {
                 match rows.len() {
-                    1 => tile::<1, $w>(kc, ap, b, ldb, rows, col, rb, res, &s),
-                    2 => tile::<2, $w>(kc, ap, b, ldb, rows, col, rb, res, &s),
-                    3 => tile::<3, $w>(kc, ap, b, ldb, rows, col, rb, res, &s),
-                    4 => tile::<4, $w>(kc, ap, b, ldb, rows, col, rb, res, &s),
-                    5 => tile::<5, $w>(kc, ap, b, ldb, rows, col, rb, res, &s),
-                    6 => tile::<6, $w>(kc, ap, b, ldb, rows, col, rb, res, &s),
-                    7 => tile::<7, $w>(kc, ap, b, ldb, rows, col, rb, res, &s),
-                    _ => tile::<8, $w>(kc, ap, b, ldb, rows, col, rb, res, &s),
+                    1 => tile::<1, $w>(
+                        kc,
+                        ap,
+                        b,
+                        ldb,
+                        rows,
+                        col,
+                        rb,
+                        res,
+                        &s,
+                        ap.wrapping_add(kc * MR),
+                    ),
+                    2 => tile::<2, $w>(
+                        kc,
+                        ap,
+                        b,
+                        ldb,
+                        rows,
+                        col,
+                        rb,
+                        res,
+                        &s,
+                        ap.wrapping_add(kc * MR),
+                    ),
+                    3 => tile::<3, $w>(
+                        kc,
+                        ap,
+                        b,
+                        ldb,
+                        rows,
+                        col,
+                        rb,
+                        res,
+                        &s,
+                        ap.wrapping_add(kc * MR),
+                    ),
+                    4 => tile::<4, $w>(
+                        kc,
+                        ap,
+                        b,
+                        ldb,
+                        rows,
+                        col,
+                        rb,
+                        res,
+                        &s,
+                        ap.wrapping_add(kc * MR),
+                    ),
+                    5 => tile::<5, $w>(
+                        kc,
+                        ap,
+                        b,
+                        ldb,
+                        rows,
+                        col,
+                        rb,
+                        res,
+                        &s,
+                        ap.wrapping_add(kc * MR),
+                    ),
+                    6 => tile::<6, $w>(
+                        kc,
+                        ap,
+                        b,
+                        ldb,
+                        rows,
+                        col,
+                        rb,
+                        res,
+                        &s,
+                        ap.wrapping_add(kc * MR),
+                    ),
+                    7 => tile::<7, $w>(
+                        kc,
+                        ap,
+                        b,
+                        ldb,
+                        rows,
+                        col,
+                        rb,
+                        res,
+                        &s,
+                        ap.wrapping_add(kc * MR),
+                    ),
+                    _ => tile::<8, $w>(
+                        kc,
+                        ap,
+                        b,
+                        ldb,
+                        rows,
+                        col,
+                        rb,
+                        res,
+                        &s,
+                        ap.wrapping_add(kc * MR),
+                    ),
                 }
             };
         }
