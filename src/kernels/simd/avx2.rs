@@ -205,6 +205,8 @@ pub(super) unsafe fn kernel_column(
     let s = unsafe { store_setup(nr, alpha, beta, tail) };
     for (p, rows) in c.chunks_mut(MR).enumerate() {
         let ap = a.wrapping_add(p * kc * MR);
+        // The next A micro-panel, prefetched by this tile.
+        let pf = ap.wrapping_add(kc * MR);
         let rb = if tail.row_bias.is_null() {
             tail.row_bias
         } else {
@@ -219,78 +221,12 @@ pub(super) unsafe fn kernel_column(
         // are in range (contract); `rows.len()` is the tile height.
         unsafe {
             match rows.len() {
-                1 => tile::<1>(
-                    kc,
-                    ap,
-                    b,
-                    ldb,
-                    rows,
-                    col,
-                    rb,
-                    res,
-                    &s,
-                    ap.wrapping_add(kc * MR),
-                ),
-                2 => tile::<2>(
-                    kc,
-                    ap,
-                    b,
-                    ldb,
-                    rows,
-                    col,
-                    rb,
-                    res,
-                    &s,
-                    ap.wrapping_add(kc * MR),
-                ),
-                3 => tile::<3>(
-                    kc,
-                    ap,
-                    b,
-                    ldb,
-                    rows,
-                    col,
-                    rb,
-                    res,
-                    &s,
-                    ap.wrapping_add(kc * MR),
-                ),
-                4 => tile::<4>(
-                    kc,
-                    ap,
-                    b,
-                    ldb,
-                    rows,
-                    col,
-                    rb,
-                    res,
-                    &s,
-                    ap.wrapping_add(kc * MR),
-                ),
-                5 => tile::<5>(
-                    kc,
-                    ap,
-                    b,
-                    ldb,
-                    rows,
-                    col,
-                    rb,
-                    res,
-                    &s,
-                    ap.wrapping_add(kc * MR),
-                ),
-                _ => tile::<6>(
-                    kc,
-                    ap,
-                    b,
-                    ldb,
-                    rows,
-                    col,
-                    rb,
-                    res,
-                    &s,
-                    ap.wrapping_add(kc * MR),
-                ),
+                1 => tile::<1>(kc, ap, b, ldb, rows, col, rb, res, &s, pf),
+                2 => tile::<2>(kc, ap, b, ldb, rows, col, rb, res, &s, pf),
+                3 => tile::<3>(kc, ap, b, ldb, rows, col, rb, res, &s, pf),
+                4 => tile::<4>(kc, ap, b, ldb, rows, col, rb, res, &s, pf),
+                5 => tile::<5>(kc, ap, b, ldb, rows, col, rb, res, &s, pf),
+                _ => tile::<6>(kc, ap, b, ldb, rows, col, rb, res, &s, pf),
             }
         }
     }

@@ -206,6 +206,8 @@ pub(super) unsafe fn kernel_column(
     let wide = nr > 16;
     for (p, rows) in c.chunks_mut(MR).enumerate() {
         let ap = a.wrapping_add(p * kc * MR);
+        // The next A micro-panel, prefetched by this tile.
+        let pf = ap.wrapping_add(kc * MR);
         let rb = if tail.row_bias.is_null() {
             tail.row_bias
         } else {
@@ -219,102 +221,14 @@ pub(super) unsafe fn kernel_column(
         macro_rules! go {
             ($w:literal) => {
                 match rows.len() {
-                    1 => tile::<1, $w>(
-                        kc,
-                        ap,
-                        b,
-                        ldb,
-                        rows,
-                        col,
-                        rb,
-                        res,
-                        &s,
-                        ap.wrapping_add(kc * MR),
-                    ),
-                    2 => tile::<2, $w>(
-                        kc,
-                        ap,
-                        b,
-                        ldb,
-                        rows,
-                        col,
-                        rb,
-                        res,
-                        &s,
-                        ap.wrapping_add(kc * MR),
-                    ),
-                    3 => tile::<3, $w>(
-                        kc,
-                        ap,
-                        b,
-                        ldb,
-                        rows,
-                        col,
-                        rb,
-                        res,
-                        &s,
-                        ap.wrapping_add(kc * MR),
-                    ),
-                    4 => tile::<4, $w>(
-                        kc,
-                        ap,
-                        b,
-                        ldb,
-                        rows,
-                        col,
-                        rb,
-                        res,
-                        &s,
-                        ap.wrapping_add(kc * MR),
-                    ),
-                    5 => tile::<5, $w>(
-                        kc,
-                        ap,
-                        b,
-                        ldb,
-                        rows,
-                        col,
-                        rb,
-                        res,
-                        &s,
-                        ap.wrapping_add(kc * MR),
-                    ),
-                    6 => tile::<6, $w>(
-                        kc,
-                        ap,
-                        b,
-                        ldb,
-                        rows,
-                        col,
-                        rb,
-                        res,
-                        &s,
-                        ap.wrapping_add(kc * MR),
-                    ),
-                    7 => tile::<7, $w>(
-                        kc,
-                        ap,
-                        b,
-                        ldb,
-                        rows,
-                        col,
-                        rb,
-                        res,
-                        &s,
-                        ap.wrapping_add(kc * MR),
-                    ),
-                    _ => tile::<8, $w>(
-                        kc,
-                        ap,
-                        b,
-                        ldb,
-                        rows,
-                        col,
-                        rb,
-                        res,
-                        &s,
-                        ap.wrapping_add(kc * MR),
-                    ),
+                    1 => tile::<1, $w>(kc, ap, b, ldb, rows, col, rb, res, &s, pf),
+                    2 => tile::<2, $w>(kc, ap, b, ldb, rows, col, rb, res, &s, pf),
+                    3 => tile::<3, $w>(kc, ap, b, ldb, rows, col, rb, res, &s, pf),
+                    4 => tile::<4, $w>(kc, ap, b, ldb, rows, col, rb, res, &s, pf),
+                    5 => tile::<5, $w>(kc, ap, b, ldb, rows, col, rb, res, &s, pf),
+                    6 => tile::<6, $w>(kc, ap, b, ldb, rows, col, rb, res, &s, pf),
+                    7 => tile::<7, $w>(kc, ap, b, ldb, rows, col, rb, res, &s, pf),
+                    _ => tile::<8, $w>(kc, ap, b, ldb, rows, col, rb, res, &s, pf),
                 }
             };
         }
