@@ -15,7 +15,7 @@ use crate::check::compat;
 use crate::error::{Error, Result, Status};
 use crate::ir::{DataType, Dim, Graph, Tensor, TensorData, TensorType};
 use plan::BuildEnv;
-use run::BufferPool;
+use run::RunScratch;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -44,7 +44,8 @@ pub struct Executable {
     plans: Mutex<Vec<(PlanKey, Arc<Plan>)>>,
     plans_built: AtomicUsize,
     weights: WeightCache,
-    buffers: Mutex<BufferPool>,
+    /// What runs reuse (see [`RunScratch`]); a run takes it out for its duration.
+    scratch: Mutex<RunScratch>,
 }
 
 impl Executable {
@@ -73,7 +74,7 @@ impl Executable {
             plans: Mutex::new(Vec::new()),
             plans_built: AtomicUsize::new(0),
             weights: WeightCache::default(),
-            buffers: Mutex::new(BufferPool::default()),
+            scratch: Mutex::new(RunScratch::default()),
         })
     }
 
@@ -86,11 +87,11 @@ impl Executable {
                 "wrong number of subgraph inputs",
             ));
         }
-        let key: PlanKey = inputs
-            .iter()
-            .map(|t| (t.dtype(), t.shape.clone()))
-            .collect();
-        self.run_planned(&key, inputs)
+        let mut inputs = inputs;
+        let plan = self.plan_for(&inputs)?;
+        let mut outputs = Vec::with_capacity(self.outputs.len());
+        self.run_plan(&plan, &mut inputs, &mut outputs)?;
+        Ok(outputs)
     }
 
     /// Checks the graph against the backend and, when every input shape is fixed, plans it.
@@ -145,7 +146,7 @@ impl Executable {
             plans: Mutex::new(Vec::new()),
             plans_built: AtomicUsize::new(0),
             weights: WeightCache::default(),
-            buffers: Mutex::new(BufferPool::default()),
+            scratch: Mutex::new(RunScratch::default()),
         };
         let fixed: Option<Vec<Vec<usize>>> = exe
             .inputs
@@ -183,7 +184,7 @@ impl Executable {
     /// Checks input shapes against the declarations (binding symbols consistently), plans for
     /// them, and returns the output shapes (`None` for an output whose shape a run decides).
     pub fn output_shapes(&self, shapes: &[Vec<usize>]) -> Result<Vec<Option<Vec<usize>>>> {
-        self.check_input_shapes(shapes)?;
+        self.check_input_shapes(shapes.iter().map(Vec::as_slice))?;
         let key: PlanKey = self
             .inputs
             .iter()
@@ -203,7 +204,10 @@ impl Executable {
         self.weights.preparations()
     }
 
-    fn check_input_shapes(&self, shapes: &[Vec<usize>]) -> Result<()> {
+    fn check_input_shapes<'s>(
+        &self,
+        shapes: impl ExactSizeIterator<Item = &'s [usize]>,
+    ) -> Result<()> {
         if shapes.len() != self.inputs.len() {
             return Err(Error::new(
                 Status::InternalError,
@@ -264,15 +268,19 @@ impl Executable {
         }
     }
 
+    /// The cached plan whose key `matches`, moved to the most recently used end.
+    fn cached_plan(&self, matches: impl Fn(&PlanKey) -> bool) -> Option<Arc<Plan>> {
+        let mut plans = self.plans.lock().unwrap_or_else(|p| p.into_inner());
+        let i = plans.iter().position(|(k, _)| matches(k))?;
+        let entry = plans.remove(i);
+        let plan = entry.1.clone();
+        plans.push(entry);
+        Some(plan)
+    }
+
     fn plan(&self, shapes: &[(DataType, Vec<usize>)]) -> Result<Arc<Plan>> {
-        {
-            let mut plans = self.plans.lock().unwrap_or_else(|p| p.into_inner());
-            if let Some(i) = plans.iter().position(|(k, _)| k.as_slice() == shapes) {
-                let entry = plans.remove(i);
-                let plan = entry.1.clone();
-                plans.push(entry);
-                return Ok(plan);
-            }
+        if let Some(plan) = self.cached_plan(|k| k.as_slice() == shapes) {
+            return Ok(plan);
         }
         let span = crate::trace::span("plan", "plan").map(|sp| {
             let text: Vec<String> = shapes.iter().map(|(_, s)| format!("{s:?}")).collect();
@@ -302,11 +310,21 @@ impl Executable {
 
     /// Runs the model on inputs given in [`Executable::inputs`] order; returns the outputs in
     /// [`Executable::outputs`] order. Call it inside the backend's thread pool.
-    pub fn run(&self, inputs: Vec<Tensor>) -> Result<Vec<Tensor>> {
+    pub fn run(&self, mut inputs: Vec<Tensor>) -> Result<Vec<Tensor>> {
+        let mut outputs = Vec::with_capacity(self.outputs.len());
+        self.run_into(&mut inputs, &mut outputs)?;
+        Ok(outputs)
+    }
+
+    /// [`Executable::run`] with the caller's vectors: the inputs are drained from `inputs`
+    /// (their storage joins the graph's pool once dead) and the outputs appended to `outputs`.
+    /// With [`Executable::input_storage`] and [`Executable::recycle`], a warmed-up stream of
+    /// runs on the same shapes allocates nothing in the engine.
+    pub fn run_into(&self, inputs: &mut Vec<Tensor>, outputs: &mut Vec<Tensor>) -> Result<()> {
         if inputs.len() != self.inputs.len() {
             return Err(Error::new(Status::InternalError, "wrong number of inputs"));
         }
-        for (spec, t) in self.inputs.iter().zip(&inputs) {
+        for (spec, t) in self.inputs.iter().zip(inputs.iter()) {
             if t.dtype() != spec.declared.dtype {
                 return Err(Error::new(
                     Status::MismatchingDatatype,
@@ -319,13 +337,9 @@ impl Executable {
                 ));
             }
         }
-        let shapes: Vec<Vec<usize>> = inputs.iter().map(|t| t.shape.clone()).collect();
-        self.check_input_shapes(&shapes)?;
-        let key: PlanKey = inputs
-            .iter()
-            .map(|t| (t.dtype(), t.shape.clone()))
-            .collect();
-        self.run_planned(&key, inputs)
+        self.check_input_shapes(inputs.iter().map(|t| t.shape.as_slice()))?;
+        let plan = self.plan_for(inputs)?;
+        self.run_plan(&plan, inputs, outputs)
     }
 
     /// Storage for a run's input of `len` elements of `dtype`: a free buffer of the graph's
@@ -334,31 +348,53 @@ impl Executable {
     /// stream of runs on the same shapes reads its inputs and writes its outputs without
     /// allocating.
     pub fn input_storage(&self, dtype: DataType, len: usize) -> Result<TensorData> {
-        let mut pool = self.buffers.lock().unwrap_or_else(|p| p.into_inner());
-        pool.take_any(dtype, len)
+        let mut scratch = self.scratch.lock().unwrap_or_else(|p| p.into_inner());
+        scratch
+            .pool
+            .take_any(dtype, len)
             .map_or_else(|| TensorData::zeros(dtype, 0), Ok)
     }
 
     /// Gives the storage of tensors the caller is done with (a run's outputs, once copied out)
     /// back to the graph's pool, for later runs.
     pub fn recycle(&self, tensors: Vec<Tensor>) {
-        let mut pool = self.buffers.lock().unwrap_or_else(|p| p.into_inner());
+        let mut scratch = self.scratch.lock().unwrap_or_else(|p| p.into_inner());
         for t in tensors {
-            pool.give(t.data);
+            scratch.give(t);
         }
     }
 
-    fn run_planned(
+    /// The plan for the types and shapes of `inputs`.
+    fn plan_for(&self, inputs: &[Tensor]) -> Result<Arc<Plan>> {
+        let matches = |key: &PlanKey| {
+            key.len() == inputs.len()
+                && key
+                    .iter()
+                    .zip(inputs)
+                    .all(|((d, s), t)| *d == t.dtype() && *s == t.shape)
+        };
+        if let Some(plan) = self.cached_plan(matches) {
+            return Ok(plan);
+        }
+        let key: PlanKey = inputs
+            .iter()
+            .map(|t| (t.dtype(), t.shape.clone()))
+            .collect();
+        self.plan(&key)
+    }
+
+    fn run_plan(
         &self,
-        shapes: &[(DataType, Vec<usize>)],
-        inputs: Vec<Tensor>,
-    ) -> Result<Vec<Tensor>> {
-        let plan = self.plan(shapes)?;
-        let mut pool = std::mem::take(&mut *self.buffers.lock().unwrap_or_else(|p| p.into_inner()));
-        let result = run::run(&self.env(), &plan, inputs, &mut pool);
-        let mut kept = self.buffers.lock().unwrap_or_else(|p| p.into_inner());
+        plan: &Plan,
+        inputs: &mut Vec<Tensor>,
+        outputs: &mut Vec<Tensor>,
+    ) -> Result<()> {
+        let mut scratch =
+            std::mem::take(&mut *self.scratch.lock().unwrap_or_else(|p| p.into_inner()));
+        let result = run::run(&self.env(), plan, inputs, outputs, &mut scratch);
+        let mut kept = self.scratch.lock().unwrap_or_else(|p| p.into_inner());
         if kept.is_empty() {
-            *kept = pool;
+            *kept = scratch;
         }
         result
     }

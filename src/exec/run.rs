@@ -1,5 +1,7 @@
 //! Running a plan: values live in a table indexed by value id; the storage of dead values goes
-//! back to a typed buffer pool and is reused by later steps (and by later runs).
+//! back to a typed buffer pool and is reused by later steps (and by later runs). The table, the
+//! step's output list and the spare shape vectors are kept between runs too ([`RunScratch`]),
+//! so that a warmed-up run of a plan whose steps are all built allocates nothing here.
 
 use super::plan::{BuildEnv, Known, Plan, StepKernel};
 use crate::error::{Error, Result, Status};
@@ -11,6 +13,13 @@ type OutputType = (DataType, Vec<usize>);
 /// The most buffers a pool keeps: more than a plan's values can need at once, and a bound on
 /// what a stream of runs with growing shapes can leave behind.
 const POOL_LIMIT: usize = 256;
+
+/// The rank new shape vectors have room for.
+const SHAPE_ROOM: usize = 8;
+
+/// Steps with at most this many inputs pass them to the kernel from a table on the stack;
+/// wider ones (a Concat of many tensors) from a heap vector.
+const INLINE_INPUTS: usize = 16;
 
 /// Storage of dead values, kept for reuse.
 #[derive(Default)]
@@ -71,38 +80,118 @@ fn internal(msg: &str) -> Error {
     Error::new(Status::InternalError, msg.to_string())
 }
 
-/// Runs `plan` on the graph inputs (in plan order); `pool` holds reusable storage.
+/// What a graph's runs reuse: the pool of dead values' storage, the value table, the list a
+/// step's outputs are made in, and spare shape vectors.
+#[derive(Default)]
+pub struct RunScratch {
+    /// Storage of dead values.
+    pub pool: BufferPool,
+    values: Vec<Option<Value>>,
+    outs: Vec<Tensor>,
+    shapes: Vec<Vec<usize>>,
+}
+
+impl RunScratch {
+    /// A shape vector holding `dims`, from the spares when there is one. New ones get room for
+    /// [`SHAPE_ROOM`] dimensions, so that the spares serve any rank up to that.
+    fn shape(&mut self, dims: &[usize]) -> Vec<usize> {
+        let mut v = match self.shapes.pop() {
+            Some(v) if v.capacity() >= dims.len() => v,
+            _ => Vec::with_capacity(dims.len().max(SHAPE_ROOM)),
+        };
+        v.clear();
+        v.extend_from_slice(dims);
+        v
+    }
+
+    /// Keeps a dead tensor's storage and shape vector for reuse.
+    pub fn give(&mut self, t: Tensor) {
+        self.pool.give(t.data);
+        if t.shape.capacity() >= SHAPE_ROOM && self.shapes.len() < POOL_LIMIT {
+            self.shapes.push(t.shape);
+        }
+    }
+
+    /// Whether nothing is kept.
+    pub fn is_empty(&self) -> bool {
+        self.pool.is_empty() && self.values.capacity() == 0
+    }
+}
+
+/// Runs `plan` on the graph inputs (in plan order, drained from `inputs`) and appends the graph
+/// outputs to `outputs`; `scratch` holds what runs reuse.
 pub fn run(
     env: &BuildEnv,
     plan: &Plan,
-    inputs: Vec<Tensor>,
-    pool: &mut BufferPool,
-) -> Result<Vec<Tensor>> {
-    let mut values: Vec<Option<Value>> = vec![None; plan.types.len()];
-    for (&id, t) in plan.inputs.iter().zip(inputs) {
+    inputs: &mut Vec<Tensor>,
+    outputs: &mut Vec<Tensor>,
+    scratch: &mut RunScratch,
+) -> Result<()> {
+    let mut values = std::mem::take(&mut scratch.values);
+    values.clear();
+    values.resize_with(plan.types.len(), || None);
+    let mut outs = std::mem::take(&mut scratch.outs);
+    let result = run_steps(
+        env,
+        plan,
+        inputs,
+        outputs,
+        scratch,
+        (&mut values, &mut outs),
+    );
+    // Whatever a failed run left behind goes back to the pool.
+    for v in values.iter_mut() {
+        if let Some(Value::Tensor(t)) = v.take() {
+            scratch.give(t);
+        }
+    }
+    for t in outs.drain(..) {
+        scratch.give(t);
+    }
+    scratch.values = values;
+    scratch.outs = outs;
+    result
+}
+
+fn run_steps(
+    env: &BuildEnv,
+    plan: &Plan,
+    inputs: &mut Vec<Tensor>,
+    result: &mut Vec<Tensor>,
+    scratch: &mut RunScratch,
+    (values, outs): (&mut [Option<Value>], &mut Vec<Tensor>),
+) -> Result<()> {
+    for (&id, t) in plan.inputs.iter().zip(inputs.drain(..)) {
         values[id] = Some(Value::Tensor(t));
     }
     for step in &plan.steps {
-        let mut outs = Vec::with_capacity(step.outputs.len());
+        outs.clear();
         {
-            let ins: Vec<Option<&Tensor>> = step
-                .inputs
-                .iter()
-                .map(|slot| match slot {
-                    None => Ok(None),
+            let mut inline: [Option<&Tensor>; INLINE_INPUTS] = [None; INLINE_INPUTS];
+            let mut heap: Vec<Option<&Tensor>> = Vec::new();
+            let ins: &mut [Option<&Tensor>] = if step.inputs.len() <= INLINE_INPUTS {
+                &mut inline[..step.inputs.len()]
+            } else {
+                heap.resize(step.inputs.len(), None);
+                &mut heap
+            };
+            for (slot, input) in ins.iter_mut().zip(&step.inputs) {
+                *slot = match input {
+                    None => None,
                     Some(id) => match (&values[*id], &plan.constants[*id]) {
-                        (Some(v), _) => v.as_tensor().map(Some),
-                        (None, Some(c)) => Ok(Some(&**c)),
-                        (None, None) => Err(internal("a step input was not computed")),
+                        (Some(v), _) => Some(v.as_tensor()?),
+                        (None, Some(c)) => Some(&**c),
+                        (None, None) => return Err(internal("a step input was not computed")),
                     },
-                })
-                .collect::<Result<_>>()?;
+                };
+            }
+            let ins: &[Option<&Tensor>] = ins;
             let memo;
             let (kernel, shapes): (&dyn crate::ops::Kernel, Option<&[OutputType]>) =
                 match &step.kernel {
                     StepKernel::Static(k) => (k.as_ref(), None),
                     StepKernel::Deferred(cell) => {
-                        memo = env.build_at_run_time(step, cell, &ins, &plan.constants)?;
+                        memo = env.build_at_run_time(step, cell, ins, &plan.constants)?;
                         (memo.kernel.as_ref(), Some(&memo.outputs))
                     }
                 };
@@ -113,73 +202,43 @@ pub fn run(
                 if allocates {
                     // The kernel replaces the placeholder with a tensor of its own making.
                     outs.push(Tensor {
-                        shape: vec![0],
+                        shape: Vec::new(),
                         data: TensorData::F32(Vec::new()),
                     });
                     continue;
                 }
-                let (dtype, shape) = match shapes {
+                let (dtype, dims) = match shapes {
                     Some(s) => {
                         let (d, sh) = s.get(i).ok_or_else(|| internal("output missing"))?;
-                        (*d, sh.clone())
+                        (*d, sh.as_slice())
                     }
                     None => match &plan.types[*id] {
-                        Some(Known::Static(d, sh)) => (*d, sh.clone()),
+                        Some(Known::Static(d, sh)) => (*d, sh.as_slice()),
                         _ => return Err(internal("output without a type")),
                     },
                 };
-                let len = if allocates { 0 } else { shape.iter().product() };
+                let len = dims.iter().product();
+                let shape = scratch.shape(dims);
                 outs.push(Tensor {
                     shape,
-                    data: pool.take(dtype, len, zeroed)?,
+                    data: scratch.pool.take(dtype, len, zeroed)?,
                 });
             }
-            let traced = crate::trace::span("op", &env.graph.nodes[step.node].op_type).map(|sp| {
-                let shapes: Vec<String> = ins
-                    .iter()
-                    .map(|t| t.map_or("-".to_string(), |t| format!("{:?}", t.shape)))
-                    .collect();
-                sp.arg("node", env.graph.nodes[step.node].name.clone())
-                    .arg("inputs", shapes.join(" "))
-            });
-            if super::profile::enabled() {
-                let start = std::time::Instant::now();
-                kernel.run(&ins, &mut outs)?;
-                let took = start.elapsed();
-                let op = &env.graph.nodes[step.node].op_type;
-                if super::profile::by_shape() {
-                    let shapes: Vec<String> = ins
-                        .iter()
-                        .flatten()
-                        .map(|t| format!("{:?}", t.shape))
-                        .collect();
-                    let out = outs.first().map(|t| format!("{:?}", t.shape));
-                    let key = format!("{op} {} -> {}", shapes.join(" "), out.unwrap_or_default());
-                    super::profile::record(&key, took);
-                } else {
-                    super::profile::record(op, took);
-                }
-            } else {
-                kernel.run(&ins, &mut outs)?;
-            }
-            if let Some(sp) = traced {
-                let shapes: Vec<String> = outs.iter().map(|t| format!("{:?}", t.shape)).collect();
-                sp.arg("outputs", shapes.join(" ")).end();
-            }
+            run_kernel(env, step.node, kernel, ins, outs)?;
         }
-        for (id, t) in step.outputs.iter().flatten().zip(outs) {
+        for (id, t) in step.outputs.iter().flatten().zip(outs.drain(..)) {
             values[*id] = Some(Value::Tensor(t));
         }
         for id in &step.frees {
             if let Some(Value::Tensor(t)) = values[*id].take() {
-                pool.give(t.data);
+                scratch.give(t);
             }
         }
     }
-    let mut result: Vec<Tensor> = Vec::with_capacity(plan.outputs.len());
+    let base = result.len();
     for (i, &id) in plan.outputs.iter().enumerate() {
         let t = if let Some(j) = plan.outputs[..i].iter().position(|&o| o == id) {
-            result[j].clone()
+            result[base + j].clone()
         } else if let Some(v) = values[id].take() {
             v.into_tensor()?
         } else if let Some(c) = &plan.constants[id] {
@@ -189,5 +248,50 @@ pub fn run(
         };
         result.push(t);
     }
-    Ok(result)
+    Ok(())
+}
+
+/// Runs one step's kernel, timed and traced when profiling or tracing is on.
+fn run_kernel(
+    env: &BuildEnv,
+    node: usize,
+    kernel: &dyn crate::ops::Kernel,
+    ins: &[Option<&Tensor>],
+    outs: &mut [Tensor],
+) -> Result<()> {
+    let profiling = super::profile::enabled();
+    let traced = crate::trace::span("op", &env.graph.nodes[node].op_type).map(|sp| {
+        let shapes: Vec<String> = ins
+            .iter()
+            .map(|t| t.map_or("-".to_string(), |t| format!("{:?}", t.shape)))
+            .collect();
+        sp.arg("node", env.graph.nodes[node].name.clone())
+            .arg("inputs", shapes.join(" "))
+    });
+    if !profiling && traced.is_none() {
+        return kernel.run(ins, outs);
+    }
+    let start = std::time::Instant::now();
+    kernel.run(ins, outs)?;
+    let took = start.elapsed();
+    if profiling {
+        let op = &env.graph.nodes[node].op_type;
+        if super::profile::by_shape() {
+            let shapes: Vec<String> = ins
+                .iter()
+                .flatten()
+                .map(|t| format!("{:?}", t.shape))
+                .collect();
+            let out = outs.first().map(|t| format!("{:?}", t.shape));
+            let key = format!("{op} {} -> {}", shapes.join(" "), out.unwrap_or_default());
+            super::profile::record(&key, took);
+        } else {
+            super::profile::record(op, took);
+        }
+    }
+    if let Some(sp) = traced {
+        let shapes: Vec<String> = outs.iter().map(|t| format!("{:?}", t.shape)).collect();
+        sp.arg("outputs", shapes.join(" ")).end();
+    }
+    Ok(())
 }

@@ -301,6 +301,16 @@ macro_rules! tensor_data {
                 }
             }
 
+            /// Makes this storage a copy of `src`, in its own allocation when that is large
+            /// enough and of the same type.
+            pub fn copy_from(&mut self, src: &TensorData) {
+                match (self, src) {
+                    $((TensorData::$variant(d), TensorData::$variant(s)) => d.clone_from(s),)+
+                    (TensorData::String(d), TensorData::String(s)) => d.clone_from(s),
+                    (d, s) => *d = s.clone(),
+                }
+            }
+
             /// Decodes `len` elements from little-endian bytes (sub-byte types packed, first
             /// element in the low bits); the byte count must match exactly. Strings have no
             /// byte layout (UNSUPPORTED_DATATYPE).

@@ -25,8 +25,8 @@ use super::activation::Activation;
 use super::cpu::{self, Isa};
 use super::gemm::{self, Bias, Epilogue, MatRef, PackedA};
 use super::winograd::{self, WinogradFilters};
-use super::{depthwise, simd, KernelError};
-use im2col::{gemm_input, subsample_planes, GemmInput, Im2col};
+use super::{depthwise, scratch, simd, KernelError};
+use im2col::{gemm_input, subsample_planes, subsampled_len, GemmInput, Im2col};
 use std::sync::Arc;
 
 /// Shape and hyper-parameters of a 2-D convolution (NCHW input, OIHW weights).
@@ -380,11 +380,11 @@ impl Conv2d {
                     let bm = MatRef::row_major(x, icg, pix);
                     gemm::sgemm_packed_a_with(inner_par, 1.0, w, bm, 0.0, out, pix, &ep);
                 }
-                GemmInput::Subsampled => {
-                    let buf = subsample_planes(p, x, inner_par);
-                    let bm = MatRef::row_major(&buf, icg, pix);
+                GemmInput::Subsampled => scratch::with_f32(subsampled_len(p, x), |buf| {
+                    subsample_planes(p, x, inner_par, buf);
+                    let bm = MatRef::row_major(buf, icg, pix);
                     gemm::sgemm_packed_a_with(inner_par, 1.0, w, bm, 0.0, out, pix, &ep);
-                }
+                }),
                 GemmInput::Im2col(krows) => {
                     let src = Im2col::direct(p, x, krows, pix);
                     gemm::sgemm_packed_a_src(inner_par, 1.0, w, &src, 0.0, out, pix, &ep);
@@ -392,9 +392,11 @@ impl Conv2d {
                 GemmInput::Staged(staged) => {
                     // The stride-1 padded copy is short next to its GEMM: serial.
                     let par = inner_par && p.stride_w > 1;
-                    let buf = staged.stage(self.isa, p, x, par);
-                    let src = staged.panels(&buf, pix);
-                    gemm::sgemm_packed_a_src(inner_par, 1.0, w, &src, 0.0, out, pix, &ep);
+                    scratch::with_f32(staged.len(p, x), |buf| {
+                        staged.stage(self.isa, p, x, par, buf);
+                        let src = staged.panels(buf, pix);
+                        gemm::sgemm_packed_a_src(inner_par, 1.0, w, &src, 0.0, out, pix, &ep);
+                    });
                 }
             }
         };

@@ -9,6 +9,7 @@
 #![forbid(unsafe_code)]
 
 use rayon::prelude::*;
+use smallvec::{smallvec, SmallVec};
 
 use super::cpu::{self, Isa};
 use super::simd;
@@ -55,6 +56,24 @@ pub fn broadcast_shape(a: &[usize], b: &[usize]) -> Option<Vec<usize>> {
             _ => None,
         })
         .collect()
+}
+
+/// Whether `a` and `b` broadcast to `out` ([`broadcast_shape`] without allocating).
+fn broadcasts_to(a: &[usize], b: &[usize], out: &[usize]) -> bool {
+    let rank = out.len();
+    let get = |s: &[usize], d: usize| {
+        if d + s.len() >= rank {
+            s[d + s.len() - rank]
+        } else {
+            1
+        }
+    };
+    rank == a.len().max(b.len())
+        && (0..rank).all(|d| match (get(a, d), get(b, d)) {
+            (x, y) if x == y => x == out[d],
+            (1, y) | (y, 1) => y == out[d],
+            _ => false,
+        })
 }
 
 /// The larger of two values; a NaN operand gives NaN (numpy's `maximum`, ONNX's `Max`).
@@ -104,9 +123,8 @@ pub fn binary_isa(
     out: &mut [f32],
     out_shape: &[usize],
 ) {
-    assert_eq!(
-        broadcast_shape(a_shape, b_shape).as_deref(),
-        Some(out_shape),
+    assert!(
+        broadcasts_to(a_shape, b_shape, out_shape),
         "binary: {a_shape:?} and {b_shape:?} do not broadcast to {out_shape:?}"
     );
     assert_eq!(
@@ -135,15 +153,14 @@ pub fn binary_isa(
     }
 }
 
+/// Dimensions or strides of an iteration space, inline up to rank 8.
+type Dims = SmallVec<[usize; 8]>;
+
 /// Collapsed iteration space: output dims with the element strides of `a` and `b` (0 = broadcast).
-fn collapse(
-    a_shape: &[usize],
-    b_shape: &[usize],
-    out_shape: &[usize],
-) -> (Vec<usize>, Vec<usize>, Vec<usize>) {
+fn collapse(a_shape: &[usize], b_shape: &[usize], out_shape: &[usize]) -> (Dims, Dims, Dims) {
     let rank = out_shape.len();
     let strides = |s: &[usize]| {
-        let mut st = vec![0usize; rank];
+        let mut st: Dims = smallvec![0; rank];
         let mut acc = 1;
         for d in (0..s.len()).rev() {
             let od = d + rank - s.len();
@@ -153,7 +170,7 @@ fn collapse(
         st
     };
     let (sa, sb) = (strides(a_shape), strides(b_shape));
-    let (mut dims, mut xa, mut xb): (Vec<usize>, Vec<usize>, Vec<usize>) = (vec![], vec![], vec![]);
+    let (mut dims, mut xa, mut xb) = (Dims::new(), Dims::new(), Dims::new());
     for d in 0..rank {
         if out_shape[d] == 1 {
             continue;
@@ -205,7 +222,7 @@ fn run<F: Fn(f32, f32) -> f32 + Copy + Sync>(
             #[inline(always)]
             || {
                 // Odometer over the outer dims, starting at row0.
-                let mut coord = vec![0usize; outer.len()];
+                let mut coord: Dims = smallvec![0; outer.len()];
                 let mut rem = row0;
                 for d in (0..outer.len()).rev() {
                     coord[d] = rem % outer[d];

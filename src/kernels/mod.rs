@@ -16,6 +16,7 @@
 //! - [`elementwise`]: broadcasting binary ops, per-channel affine (BatchNormalization).
 //! - [`broadcast`]: numpy-broadcasting maps of one to three inputs, for any element type.
 //! - [`scalar`]: [`scalar::Scalar`], arithmetic on every numeric element type.
+//! - [`scratch`]: per-thread scratch buffers kept between calls (no allocation once warm).
 //! - [`softmax`]: softmax / log-softmax along an axis.
 //! - [`transpose`]: N-D axis permutation.
 //! - [`activation`]: [`activation::Activation`] (Relu, LeakyRelu, Clip, Sigmoid, Tanh, Erf, Gelu).
@@ -40,6 +41,7 @@ pub mod gemm;
 pub mod pool;
 pub mod reference;
 pub mod scalar;
+pub mod scratch;
 mod simd;
 pub mod softmax;
 pub mod transpose;

@@ -6,7 +6,7 @@
 #![forbid(unsafe_code)]
 
 use super::cpu::{self, Isa};
-use super::simd;
+use super::{scratch, simd};
 use rayon::prelude::*;
 
 /// Shape and hyper-parameters of a 2-D pooling.
@@ -83,28 +83,41 @@ fn tap_ranges(
 /// Per-output-coordinate ranges of window taps `lo..hi`.
 type Taps = Vec<(usize, usize)>;
 
-/// Per-axis tap ranges inside the input: (rows, cols).
-fn input_taps(p: &Pool2dParams) -> (Taps, Taps) {
-    (
-        tap_ranges(
-            p.out_h,
-            p.kernel_h,
-            p.stride_h,
-            p.dilation_h,
-            p.pad_top,
-            0,
-            p.in_h as isize,
-        ),
-        tap_ranges(
-            p.out_w,
-            p.kernel_w,
-            p.stride_w,
-            p.dilation_w,
-            p.pad_left,
-            0,
-            p.in_w as isize,
-        ),
-    )
+/// A 2-D pooling's windows, worked out once per geometry: for every output row and column the
+/// taps that land inside the input, and — for average pooling that counts the pads — inside the
+/// input extended by the pads.
+pub struct PoolWindows {
+    rows: Taps,
+    cols: Taps,
+    counted_rows: Taps,
+    counted_cols: Taps,
+}
+
+impl PoolWindows {
+    /// The windows of `p`; `count_include_pad` as for [`avg_pool2d`] (false for max pooling).
+    pub fn new(p: &Pool2dParams, count_include_pad: bool) -> PoolWindows {
+        let axis = |(out, k, s, d, pad): (usize, usize, usize, usize, usize), lo, hi| {
+            tap_ranges(out, k, s, d, pad, lo, hi)
+        };
+        let y = (p.out_h, p.kernel_h, p.stride_h, p.dilation_h, p.pad_top);
+        let x = (p.out_w, p.kernel_w, p.stride_w, p.dilation_w, p.pad_left);
+        let rows = axis(y, 0, p.in_h as isize);
+        let cols = axis(x, 0, p.in_w as isize);
+        let (counted_rows, counted_cols) = if count_include_pad {
+            (
+                axis(y, -(p.pad_top as isize), (p.in_h + p.pad_bottom) as isize),
+                axis(x, -(p.pad_left as isize), (p.in_w + p.pad_right) as isize),
+            )
+        } else {
+            (rows.clone(), cols.clone())
+        };
+        PoolWindows {
+            rows,
+            cols,
+            counted_rows,
+            counted_cols,
+        }
+    }
 }
 
 fn check(p: &Pool2dParams, input: &[f32], output: &[f32]) {
@@ -297,35 +310,60 @@ fn pool_plane(
     }
 }
 
+/// Runs `f` on a row buffer of `len` floats filled with `init`: on the stack when the row is
+/// short, else from [`scratch`].
+fn with_row<R>(len: usize, init: f32, f: impl FnOnce(&mut [f32]) -> R) -> R {
+    const STACK: usize = 512;
+    if len <= STACK {
+        f(&mut [init; STACK][..len])
+    } else {
+        scratch::with_f32(len, |row| {
+            row.fill(init);
+            f(row)
+        })
+    }
+}
+
 /// Max pooling. Window positions in the padding are ignored; a window that covers no input
 /// element yields `-inf`.
 pub fn max_pool2d(p: &Pool2dParams, input: &[f32], output: &mut [f32]) {
-    max_pool2d_isa(cpu::isa(), p, input, output);
+    max_pool2d_with(p, &PoolWindows::new(p, false), input, output);
+}
+
+/// [`max_pool2d`] with the windows of `p` worked out beforehand.
+pub fn max_pool2d_with(p: &Pool2dParams, w: &PoolWindows, input: &[f32], output: &mut [f32]) {
+    max_pool2d_isa(cpu::isa(), p, w, input, output);
 }
 
 /// [`max_pool2d`] compiled for `isa` (tests compare every ISA).
-pub(crate) fn max_pool2d_isa(isa: Isa, p: &Pool2dParams, input: &[f32], output: &mut [f32]) {
+pub(crate) fn max_pool2d_isa(
+    isa: Isa,
+    p: &Pool2dParams,
+    w: &PoolWindows,
+    input: &[f32],
+    output: &mut [f32],
+) {
     check(p, input, output);
-    let (ry, rx) = input_taps(p);
     for_planes(p, input, output, |x, out| {
-        let mut tmp = vec![f32::NEG_INFINITY; p.in_w + 1];
-        simd::vectorize(
-            isa,
-            #[inline(always)]
-            || {
-                pool_plane(
-                    p,
-                    &ry,
-                    &rx,
-                    x,
-                    out,
-                    &mut tmp,
-                    f32::NEG_INFINITY,
-                    max_op,
-                    |v, _, _| v,
-                )
-            },
-        );
+        with_row(p.in_w + 1, f32::NEG_INFINITY, |tmp| {
+            simd::vectorize(
+                isa,
+                #[inline(always)]
+                || {
+                    pool_plane(
+                        p,
+                        &w.rows,
+                        &w.cols,
+                        x,
+                        out,
+                        tmp,
+                        f32::NEG_INFINITY,
+                        max_op,
+                        |v, _, _| v,
+                    )
+                },
+            );
+        });
     });
 }
 
@@ -334,45 +372,27 @@ pub(crate) fn max_pool2d_isa(isa: Isa, p: &Pool2dParams, input: &[f32], output: 
 /// `count_include_pad` — inside the input extended by the pads (positions beyond the pads, which
 /// `ceil_mode` windows can reach, never count). A window with nothing to count yields 0.
 pub fn avg_pool2d(p: &Pool2dParams, count_include_pad: bool, input: &[f32], output: &mut [f32]) {
-    avg_pool2d_isa(cpu::isa(), p, count_include_pad, input, output);
+    let w = PoolWindows::new(p, count_include_pad);
+    avg_pool2d_with(p, &w, input, output);
+}
+
+/// [`avg_pool2d`] with the windows of `p` worked out beforehand (they say whether the pads
+/// count).
+pub fn avg_pool2d_with(p: &Pool2dParams, w: &PoolWindows, input: &[f32], output: &mut [f32]) {
+    avg_pool2d_isa(cpu::isa(), p, w, input, output);
 }
 
 /// [`avg_pool2d`] compiled for `isa` (tests compare every ISA).
 pub(crate) fn avg_pool2d_isa(
     isa: Isa,
     p: &Pool2dParams,
-    count_include_pad: bool,
+    w: &PoolWindows,
     input: &[f32],
     output: &mut [f32],
 ) {
     check(p, input, output);
-    let (ry, rx) = input_taps(p);
-    let (cy, cx) = if count_include_pad {
-        (
-            tap_ranges(
-                p.out_h,
-                p.kernel_h,
-                p.stride_h,
-                p.dilation_h,
-                p.pad_top,
-                -(p.pad_top as isize),
-                (p.in_h + p.pad_bottom) as isize,
-            ),
-            tap_ranges(
-                p.out_w,
-                p.kernel_w,
-                p.stride_w,
-                p.dilation_w,
-                p.pad_left,
-                -(p.pad_left as isize),
-                (p.in_w + p.pad_right) as isize,
-            ),
-        )
-    } else {
-        (ry.clone(), rx.clone())
-    };
+    let (cy, cx) = (&w.counted_rows, &w.counted_cols);
     for_planes(p, input, output, |x, out| {
-        let mut tmp = vec![0.0f32; p.in_w + 1];
         let fin = |s: f32, oy: usize, ox: usize| {
             let count = (cy[oy].1 - cy[oy].0) * (cx[ox].1 - cx[ox].0);
             if count == 0 {
@@ -381,11 +401,13 @@ pub(crate) fn avg_pool2d_isa(
                 s / count as f32
             }
         };
-        simd::vectorize(
-            isa,
-            #[inline(always)]
-            || pool_plane(p, &ry, &rx, x, out, &mut tmp, 0.0, |a, b| a + b, fin),
-        );
+        with_row(p.in_w + 1, 0.0, |tmp| {
+            simd::vectorize(
+                isa,
+                #[inline(always)]
+                || pool_plane(p, &w.rows, &w.cols, x, out, tmp, 0.0, |a, b| a + b, fin),
+            );
+        });
     });
 }
 
@@ -512,12 +534,12 @@ mod tests {
         let len = p.batch * p.channels * p.out_h * p.out_w;
         let (mut want, mut got) = (vec![0.0; len], vec![f32::NAN; len]);
         reference::max_pool2d_ref(&p, &x, &mut want);
-        max_pool2d_isa(isa, &p, &x, &mut got);
+        max_pool2d_isa(isa, &p, &PoolWindows::new(&p, false), &x, &mut got);
         assert_eq!(got, want, "max {isa:?} {p:?}");
         for cip in [false, true] {
             reference::avg_pool2d_ref(&p, cip, &x, &mut want);
             got.fill(f32::NAN);
-            avg_pool2d_isa(isa, &p, cip, &x, &mut got);
+            avg_pool2d_isa(isa, &p, &PoolWindows::new(&p, cip), &x, &mut got);
             for (g, w) in got.iter().zip(&want) {
                 assert!(
                     (g - w).abs() <= 1e-6 * (1.0 + w.abs()),
@@ -579,7 +601,7 @@ mod tests {
             let mut x = vec![1.0f32; 32];
             x[8 + 3] = f32::NAN;
             let mut o = vec![0.0; 8];
-            max_pool2d_isa(isa, &p, &x, &mut o);
+            max_pool2d_isa(isa, &p, &PoolWindows::new(&p, false), &x, &mut o);
             assert!(o[1].is_nan(), "{isa:?} {o:?}");
             assert!(o.iter().enumerate().all(|(i, v)| i == 1 || *v == 1.0));
         }

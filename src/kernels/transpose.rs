@@ -6,6 +6,10 @@
 #![forbid(unsafe_code)]
 
 use rayon::prelude::*;
+use smallvec::{smallvec, SmallVec};
+
+/// Dimensions, strides or axes, inline up to rank 8.
+type Dims = SmallVec<[usize; 8]>;
 
 /// Output elements per parallel chunk / below which it runs on the calling thread.
 const PAR_MIN: usize = 1 << 16;
@@ -18,7 +22,7 @@ const BLOCK: usize = 32;
 pub fn transpose<T: Copy + Send + Sync>(x: &[T], shape: &[usize], perm: &[usize], out: &mut [T]) {
     let rank = shape.len();
     assert_eq!(perm.len(), rank, "transpose: perm rank");
-    let mut seen = vec![false; rank];
+    let mut seen: SmallVec<[bool; 8]> = smallvec![false; rank];
     for &p in perm {
         assert!(
             p < rank && !seen[p],
@@ -39,7 +43,7 @@ pub fn transpose<T: Copy + Send + Sync>(x: &[T], shape: &[usize], perm: &[usize]
         return;
     }
     // Input strides of the simplified shape.
-    let mut strides = vec![1usize; rank];
+    let mut strides: Dims = smallvec![1; rank];
     for d in (0..rank - 1).rev() {
         strides[d] = strides[d + 1] * shape[d + 1];
     }
@@ -48,13 +52,13 @@ pub fn transpose<T: Copy + Send + Sync>(x: &[T], shape: &[usize], perm: &[usize]
         transpose_2d(x, shape[0], shape[1], out);
         return;
     }
-    let out_shape: Vec<usize> = perm.iter().map(|&p| shape[p]).collect();
-    let out_strides: Vec<usize> = perm.iter().map(|&p| strides[p]).collect();
+    let out_shape: Dims = perm.iter().map(|&p| shape[p]).collect();
+    let out_strides: Dims = perm.iter().map(|&p| strides[p]).collect();
     let inner = out_shape[rank - 1];
     let inner_stride = out_strides[rank - 1];
     let outer = &out_shape[..rank - 1];
     let rows = |row0: usize, chunk: &mut [T]| {
-        let mut coord = vec![0usize; outer.len()];
+        let mut coord: Dims = smallvec![0; outer.len()];
         let mut rem = row0;
         for d in (0..outer.len()).rev() {
             coord[d] = rem % outer[d];
@@ -91,28 +95,32 @@ pub fn transpose<T: Copy + Send + Sync>(x: &[T], shape: &[usize], perm: &[usize]
 }
 
 /// Drops size-1 axes and merges input axes that stay consecutive in the output.
-fn simplify(shape: &[usize], perm: &[usize]) -> (Vec<usize>, Vec<usize>) {
+fn simplify(shape: &[usize], perm: &[usize]) -> (Dims, Dims) {
     // Keep only axes with size > 1, renumbered.
-    let keep: Vec<usize> = (0..shape.len()).filter(|&d| shape[d] != 1).collect();
+    let keep: Dims = (0..shape.len()).filter(|&d| shape[d] != 1).collect();
     let renum = |d: usize| keep.iter().position(|&k| k == d);
-    let perm1: Vec<usize> = perm.iter().filter_map(|&p| renum(p)).collect();
-    let shape1: Vec<usize> = keep.iter().map(|&d| shape[d]).collect();
-    // Group output axes whose input axes are consecutive: perm1[i+1] == perm1[i] + 1.
-    let mut groups: Vec<Vec<usize>> = Vec::new();
+    let perm1: Dims = perm.iter().filter_map(|&p| renum(p)).collect();
+    let shape1: Dims = keep.iter().map(|&d| shape[d]).collect();
+    // Group output axes whose input axes are consecutive (perm1[i+1] == perm1[i] + 1), each
+    // group as its first input axis and its length.
+    let mut groups: SmallVec<[(usize, usize); 8]> = SmallVec::new();
     for &p in &perm1 {
         match groups.last_mut() {
-            Some(g) if *g.last().unwrap_or(&usize::MAX) == p.wrapping_sub(1) => g.push(p),
-            _ => groups.push(vec![p]),
+            Some((first, len)) if *first + *len == p => *len += 1,
+            _ => groups.push((p, 1)),
         }
     }
     // New input axes: groups ordered by their first input axis.
-    let mut order: Vec<usize> = (0..groups.len()).collect();
-    order.sort_by_key(|&g| groups[g][0]);
-    let new_shape: Vec<usize> = order
+    let mut order: Dims = (0..groups.len()).collect();
+    order.sort_unstable_by_key(|&g| groups[g].0);
+    let new_shape: Dims = order
         .iter()
-        .map(|&g| groups[g].iter().map(|&d| shape1[d]).product())
+        .map(|&g| {
+            let (first, len) = groups[g];
+            shape1[first..first + len].iter().product()
+        })
         .collect();
-    let mut new_perm = vec![0usize; groups.len()];
+    let mut new_perm: Dims = smallvec![0; groups.len()];
     for (new_in, &g) in order.iter().enumerate() {
         new_perm[g] = new_in;
     }

@@ -18,15 +18,13 @@
 //! transforms' largest coefficients are 8), measured against the f64 direct sum in the tests.
 #![forbid(unsafe_code)]
 
-use std::cell::Cell;
-
 use rayon::prelude::*;
 
 use super::activation::Activation;
 use super::conv::Conv2dParams;
 use super::cpu::Isa;
 use super::gemm::{self, Epilogue, MatRef, PackedB};
-use super::simd;
+use super::{scratch, simd};
 
 /// Channels transformed together (lanes of the transform loops).
 const L: usize = 8;
@@ -142,11 +140,6 @@ impl WinogradFilters {
     }
 }
 
-thread_local! {
-    /// Per-thread scratch (transformed inputs, GEMM outputs) kept between calls.
-    static SCRATCH: Cell<(Vec<f32>, Vec<f32>)> = const { Cell::new((Vec::new(), Vec::new())) };
-}
-
 /// Runs the convolution `p` (which [`suits`]) with filters `f`: `output = act(conv(input) +
 /// bias)`. Lengths are checked by the caller ([`super::conv::Conv2d::run`]).
 ///
@@ -174,7 +167,7 @@ pub(crate) fn run(
         .div_ceil(BAND_FLOATS)
         .max(threads)
         .min(th);
-    if bands > 1 && (bands - 1) * ic * oc <= tiles * (ic + oc) {
+    if bands > 1 && (bands - 1) * ic * oc <= tiles * (ic + oc) && oc <= BAND_PLANES {
         run_bands(isa, p, f, bias, act, input, output, bands);
     } else {
         let block = (BLOCK_FLOATS / per_tile).clamp(1, tiles.max(1));
@@ -244,15 +237,20 @@ fn run_phases(
                     lane_isa,
                     #[inline(always)]
                     || {
-                        let mut planes: Vec<&mut [f32]> = planes.chunks_mut(oh * ow).collect();
-                        output_tiles(p, m, (n, t0, tw, 0), o0, bias, act, &mut planes);
+                        let mut group: [&mut [f32]; L] = Default::default();
+                        let count = planes.len().div_ceil(oh * ow);
+                        for (g, plane) in group.iter_mut().zip(planes.chunks_mut(oh * ow)) {
+                            *g = plane;
+                        }
+                        output_tiles(p, m, (n, t0, tw, 0), o0, bias, act, &mut group[..count]);
                     },
                 );
             };
             for_each_chunk(par, out, L * oh * ow, tile_out);
         }
     }
-    SCRATCH.with(|s| s.set((v, m)));
+    scratch::give(v);
+    scratch::give(m);
 }
 
 /// The ISA of the transforms. They work on L = 8 lanes, one 256-bit register: compiled for
@@ -266,17 +264,10 @@ fn lane_isa(isa: Isa) -> Isa {
     }
 }
 
-/// This thread's scratch buffers for transformed inputs and GEMM outputs, at least `v_len`
-/// and `m_len` floats (contents stale); given back with `SCRATCH.with(|s| s.set(..))`.
+/// Scratch buffers (see [`scratch`]) for transformed inputs and GEMM outputs, at least `v_len`
+/// and `m_len` floats (contents stale); handed back with [`scratch::give`].
 fn take_scratch(v_len: usize, m_len: usize) -> (Vec<f32>, Vec<f32>) {
-    let (mut v, mut m) = SCRATCH.with(Cell::take);
-    if v.len() < v_len {
-        v.resize(v_len, 0.0);
-    }
-    if m.len() < m_len {
-        m.resize(m_len, 0.0);
-    }
-    (v, m)
+    (scratch::take(v_len), scratch::take(m_len))
 }
 
 /// Calls `f(index, chunk)` for every `size`-float chunk of `data`, on rayon's pool when `par`.
@@ -293,12 +284,16 @@ where
 
 /// One task of [`run_bands`]: the tile rows `ty0 .. ty0 + rows` of image `b`, and the rows
 /// of every output plane they cover (`planes[o]`, starting at output row `4·ty0`).
-struct Band<'o> {
+struct Band<'t, 'o> {
     b: usize,
     ty0: usize,
     rows: usize,
-    planes: Vec<&'o mut [f32]>,
+    planes: &'t mut [&'o mut [f32]],
 }
+
+/// The most output channels the band schedule takes: the code that splits the planes between
+/// bands keeps a piece of each on the stack.
+pub(crate) const BAND_PLANES: usize = 1024;
 
 /// [`run`] by bands: `count` bands of tile rows per image (as even as can be; tests force
 /// counts). Each band is one task that runs all three phases on its own tiles (input
@@ -320,34 +315,81 @@ fn run_bands(
         return;
     }
     let count = count.clamp(1, th);
-    // Band `j` starts at tile row j·th/count: sizes differ by at most one and alternate.
-    let start = |j: usize| j * th / count;
-    let plane = oh * ow;
-    let mut bands: Vec<Band> = (0..p.batch)
-        .flat_map(|b| {
-            (0..count).map(move |j| Band {
-                b,
-                ty0: start(j),
-                rows: start(j + 1) - start(j),
-                planes: Vec::with_capacity(p.out_channels),
-            })
-        })
-        .collect();
-    for (i, mut pl) in output.chunks_mut(plane).enumerate() {
-        let b = i / p.out_channels;
-        for j in 0..count {
-            let rows = ((4 * start(j + 1)).min(oh) - 4 * start(j)) * ow;
-            let (piece, rest) = std::mem::take(&mut pl).split_at_mut(rows);
-            bands[b * count + j].planes.push(piece);
-            pl = rest;
-        }
-    }
-    let threads = rayon::current_num_threads();
+    let oc = p.out_channels;
+    assert!(oc <= BAND_PLANES, "winograd: too many planes for bands");
+    let split = BandSplit {
+        th,
+        count,
+        oh,
+        ow,
+        par: rayon::current_num_threads() > 1 && count > 1,
+    };
     let one = |t: &mut Band| band_task(isa, p, f, bias, act, input, t);
-    if threads > 1 && bands.len() > 1 {
-        bands.par_iter_mut().for_each(one);
-    } else {
-        bands.iter_mut().for_each(one);
+    for (b, image) in output.chunks_mut(oc * oh * ow).enumerate() {
+        let mut planes: [&mut [f32]; BAND_PLANES] = std::array::from_fn(|_| Default::default());
+        for (piece, plane) in planes.iter_mut().zip(image.chunks_mut(oh * ow)) {
+            *piece = plane;
+        }
+        split.run(&mut planes[..oc], b, 0..count, &one);
+    }
+}
+
+/// How [`run_bands`] cuts an image's output planes into bands: `count` bands of the `th` tile
+/// rows (band `j` starts at tile row `j·th/count`: sizes differ by at most one), of an
+/// `oh × ow` output; the bands run in parallel when `par`.
+struct BandSplit {
+    th: usize,
+    count: usize,
+    oh: usize,
+    ow: usize,
+    par: bool,
+}
+
+impl BandSplit {
+    /// The first tile row of band `j`.
+    fn start(&self, j: usize) -> usize {
+        j * self.th / self.count
+    }
+
+    /// The first output row of band `j`.
+    fn first_row(&self, j: usize) -> usize {
+        (4 * self.start(j)).min(self.oh)
+    }
+
+    /// Runs `f` on the bands `bands` of image `b`, whose planes' pieces `planes` start at the
+    /// first row of the first of them; halves the range (the halves in parallel) down to one
+    /// band. The right half's pieces live on this call's stack.
+    fn run<F>(&self, planes: &mut [&mut [f32]], b: usize, bands: std::ops::Range<usize>, f: &F)
+    where
+        F: Fn(&mut Band) + Sync,
+    {
+        let j = bands.start;
+        if bands.len() == 1 {
+            f(&mut Band {
+                b,
+                ty0: self.start(j),
+                rows: self.start(j + 1) - self.start(j),
+                planes,
+            });
+            return;
+        }
+        let mid = j + bands.len() / 2;
+        let at = (self.first_row(mid) - self.first_row(j)) * self.ow;
+        let mut right: [&mut [f32]; BAND_PLANES] = std::array::from_fn(|_| Default::default());
+        let right = &mut right[..planes.len()];
+        for (left, right) in planes.iter_mut().zip(right.iter_mut()) {
+            let (l, r) = std::mem::take(left).split_at_mut(at);
+            (*left, *right) = (l, r);
+        }
+        if self.par {
+            rayon::join(
+                || self.run(planes, b, j..mid, f),
+                || self.run(right, b, mid..bands.end, f),
+            );
+        } else {
+            self.run(planes, b, j..mid, f);
+            self.run(right, b, mid..bands.end, f);
+        }
     }
 }
 
@@ -404,7 +446,8 @@ fn band_task(
             );
         }
     }
-    SCRATCH.with(|s| s.set((v, m)));
+    scratch::give(v);
+    scratch::give(m);
 }
 
 /// `Bᵀ·d` for one column of 6 values per lane (also applied to rows: `B` is its transpose).

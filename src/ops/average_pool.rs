@@ -5,7 +5,7 @@ use super::util::{f32_of, f32_out};
 use super::{BuildCtx, Built, Kernel, OpDef, FLOAT};
 use crate::error::Result;
 use crate::ir::{DataType, Tensor};
-use crate::kernels::pool::{avg_pool2d, Pool2dParams};
+use crate::kernels::pool::{avg_pool2d_with, Pool2dParams, PoolWindows};
 
 /// The `AveragePool` operator.
 pub static DEF: OpDef = OpDef {
@@ -28,18 +28,22 @@ pub static DEF: OpDef = OpDef {
 
 struct AvgPoolKernel {
     params: Pool2dParams,
-    count_include_pad: bool,
+    windows: PoolWindows,
 }
 
 impl Kernel for AvgPoolKernel {
     fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor]) -> Result<()> {
-        avg_pool2d(
+        avg_pool2d_with(
             &self.params,
-            self.count_include_pad,
+            &self.windows,
             f32_of(inputs, 0)?,
             f32_out(&mut outputs[0])?,
         );
         Ok(())
+    }
+
+    fn overwrites_outputs(&self) -> bool {
+        true
     }
 }
 
@@ -53,8 +57,8 @@ fn build(ctx: &BuildCtx) -> Result<Built> {
     Ok(Built {
         outputs: vec![(DataType::F32, shape)],
         kernel: Box::new(AvgPoolKernel {
+            windows: PoolWindows::new(&params, count_include_pad),
             params,
-            count_include_pad,
         }),
     })
 }

@@ -47,6 +47,56 @@ impl LayerNormKernel {
         Ok(out)
     }
 
+    /// The common case without temporaries: float32, Scale and B of the normalised shape (B
+    /// possibly omitted), no Mean or InvStdDev output. The same arithmetic as
+    /// [`LayerNormKernel::compute`].
+    fn compute_f32_rows(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor]) -> Result<bool> {
+        use crate::ir::DataType::F32;
+        let f32_input = |i: usize| {
+            inputs
+                .get(i)
+                .copied()
+                .flatten()
+                .filter(|t| t.dtype() == F32)
+        };
+        let whole = |t: &Tensor| t.shape.iter().product::<usize>() == self.inner;
+        let (Some(x), Some(scale)) = (f32_input(0), f32_input(1).filter(|t| whole(t))) else {
+            return Ok(false);
+        };
+        let bias = match (inputs.get(2).copied().flatten(), f32_input(2)) {
+            (None, _) => None,
+            (Some(_), Some(b)) if whole(b) => Some(b.as_slice::<f32>()?),
+            _ => return Ok(false),
+        };
+        if self.present != [true, false, false] {
+            return Ok(false);
+        }
+        let scale = scale.as_slice::<f32>()?;
+        let (x, inner) = (x.as_slice::<f32>()?, self.inner);
+        let y = outputs[0].as_mut_slice::<f32>()?;
+        if inner == 0 {
+            return Ok(true);
+        }
+        let eps = self.epsilon;
+        y.par_chunks_mut(inner)
+            .zip(x.par_chunks(inner))
+            .for_each(|(yr, xr)| {
+                let n = inner as f64;
+                let mean = xr.iter().map(|&v| f64::from(v)).sum::<f64>() / n;
+                let var = xr
+                    .iter()
+                    .map(|&v| (f64::from(v) - mean).powi(2))
+                    .sum::<f64>()
+                    / n;
+                let inv = 1.0 / (var + eps).sqrt();
+                for (j, (o, &v)) in yr.iter_mut().zip(xr).enumerate() {
+                    let b = bias.map_or(0.0, |b| f64::from(b[j]));
+                    *o = ((f64::from(v) - mean) * inv * f64::from(scale[j]) + b) as f32;
+                }
+            });
+        Ok(true)
+    }
+
     fn compute<T: Elem>(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor]) -> Result<()> {
         let missing = || Error::new(Status::InternalError, "LayerNormalization input missing");
         let x = inputs[0].ok_or_else(missing)?.as_slice::<T>()?;
@@ -102,8 +152,15 @@ impl Kernel for LayerNormKernel {
         let dtype = inputs[0]
             .ok_or_else(|| Error::new(Status::InternalError, "input missing"))?
             .dtype();
+        if self.compute_f32_rows(inputs, outputs)? {
+            return Ok(());
+        }
         crate::dispatch_float!(dtype, T => self.compute::<T>(inputs, outputs),
             other => Err(Error::new(Status::UnsupportedDatatype, format!("{other:?}"))))
+    }
+
+    fn overwrites_outputs(&self) -> bool {
+        true
     }
 }
 

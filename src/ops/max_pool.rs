@@ -5,7 +5,7 @@ use super::util::{f32_of, f32_out};
 use super::{BuildCtx, Built, Kernel, OpDef, FLOAT};
 use crate::error::{Result, Status};
 use crate::ir::{DataType, Tensor};
-use crate::kernels::pool::{max_pool2d, Pool2dParams};
+use crate::kernels::pool::{max_pool2d_with, Pool2dParams, PoolWindows};
 
 /// The `MaxPool` operator.
 pub static DEF: OpDef = OpDef {
@@ -63,12 +63,21 @@ pub fn pool_params(ctx: &BuildCtx) -> Result<(Pool2dParams, Vec<usize>)> {
     Ok((p, out_shape(n, c, win.out, rank)))
 }
 
-struct MaxPoolKernel(Pool2dParams);
+struct MaxPoolKernel(PoolWindows, Pool2dParams);
 
 impl Kernel for MaxPoolKernel {
     fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor]) -> Result<()> {
-        max_pool2d(&self.0, f32_of(inputs, 0)?, f32_out(&mut outputs[0])?);
+        max_pool2d_with(
+            &self.1,
+            &self.0,
+            f32_of(inputs, 0)?,
+            f32_out(&mut outputs[0])?,
+        );
         Ok(())
+    }
+
+    fn overwrites_outputs(&self) -> bool {
+        true
     }
 }
 
@@ -80,6 +89,6 @@ fn build(ctx: &BuildCtx) -> Result<Built> {
     let (p, shape) = pool_params(ctx)?;
     Ok(Built {
         outputs: vec![(DataType::F32, shape)],
-        kernel: Box::new(MaxPoolKernel(p)),
+        kernel: Box::new(MaxPoolKernel(PoolWindows::new(&p, false), p)),
     })
 }

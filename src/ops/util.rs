@@ -336,8 +336,12 @@ pub struct CopyKernel;
 impl Kernel for CopyKernel {
     fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor]) -> Result<()> {
         let x = inputs[0].ok_or_else(|| Error::new(Status::InternalError, "copy without input"))?;
-        outputs[0].data = x.data.clone();
+        outputs[0].data.copy_from(&x.data);
         Ok(())
+    }
+
+    fn overwrites_outputs(&self) -> bool {
+        true
     }
 }
 

@@ -153,11 +153,17 @@ fn phase_start(w: usize, s: usize, q: usize) -> usize {
 }
 
 impl Staged {
+    /// Floats of the staged copy of the input planes `x` (geometry `p`).
+    pub(super) fn len(&self, p: &Conv2dParams, x: &[f32]) -> usize {
+        x.len() / (p.in_h * p.in_w) * self.geometry.in_h * self.geometry.in_w
+    }
+
     /// Copies the `icg` input planes of `x` (geometry `p`, the convolution this staging was
-    /// made for) into the staged layout: zero-padded, each row split into the phases of the
-    /// horizontal stride. In parallel over planes when `par`; the loops compiled for `isa`.
-    pub(super) fn stage(&self, isa: Isa, p: &Conv2dParams, x: &[f32], par: bool) -> Vec<f32> {
-        stage_planes(isa, p, &self.geometry, &self.phases, x, par)
+    /// made for) into `buf` ([`Staged::len`] floats, stale) in the staged layout: zero-padded,
+    /// each row split into the phases of the horizontal stride. In parallel over planes when
+    /// `par`; the loops compiled for `isa`.
+    pub(super) fn stage(&self, isa: Isa, p: &Conv2dParams, x: &[f32], par: bool, buf: &mut [f32]) {
+        stage_planes(isa, p, &self.geometry, &self.phases, x, par, buf);
     }
 
     /// The implicit im2col of `staged` (made by [`Staged::stage`]) over `pix` output pixels.
@@ -180,10 +186,10 @@ fn stage_planes(
     phases: &[(usize, usize)],
     x: &[f32],
     par: bool,
-) -> Vec<f32> {
+    buf: &mut [f32],
+) {
     let (in_plane, plane) = (p.in_h * p.in_w, g.in_h * g.in_w);
-    let planes = x.len() / in_plane;
-    let mut buf = vec![0.0f32; planes * plane];
+    assert_eq!(buf.len(), x.len() / in_plane * plane, "staging buffer");
     let (w, s) = (g.in_w, g.stride_w);
     // Stride 2: where phase 1 starts in a row.
     let split = phase_start(w, s, 1);
@@ -192,6 +198,8 @@ fn stage_planes(
             isa,
             #[inline(always)]
             || {
+                // The pads, and the phase gaps of a short row, stay zero.
+                dst.fill(0.0);
                 for (drow, srow) in dst[p.pad_top * w..]
                     .chunks_exact_mut(w)
                     .zip(src.chunks_exact(p.in_w))
@@ -237,14 +245,19 @@ fn stage_planes(
             .zip(x.chunks_exact(in_plane))
             .for_each(one);
     }
-    buf
 }
 
-/// The input planes of `x` (geometry `p`, a 1×1 kernel without pads) sampled at the strides:
-/// `icg` planes of `out_h × out_w`. In parallel over planes when `par`.
-pub(super) fn subsample_planes(p: &Conv2dParams, x: &[f32], par: bool) -> Vec<f32> {
+/// Floats of the subsampled copy of the input planes `x` (geometry `p`).
+pub(super) fn subsampled_len(p: &Conv2dParams, x: &[f32]) -> usize {
+    x.len() / (p.in_h * p.in_w) * p.out_h() * p.out_w()
+}
+
+/// The input planes of `x` (geometry `p`, a 1×1 kernel without pads) sampled at the strides
+/// into `buf` ([`subsampled_len`] floats, stale): `icg` planes of `out_h × out_w`. In parallel
+/// over planes when `par`.
+pub(super) fn subsample_planes(p: &Conv2dParams, x: &[f32], par: bool, buf: &mut [f32]) {
     let (in_plane, oh, ow) = (p.in_h * p.in_w, p.out_h(), p.out_w());
-    let mut buf = vec![0.0f32; x.len() / in_plane * oh * ow];
+    assert_eq!(buf.len(), subsampled_len(p, x), "subsampling buffer");
     let one = |(dst, src): (&mut [f32], &[f32])| {
         for (oy, drow) in dst.chunks_exact_mut(ow).enumerate() {
             let srow = &src[oy * p.stride_h * p.in_w..][..p.in_w];
@@ -262,7 +275,6 @@ pub(super) fn subsample_planes(p: &Conv2dParams, x: &[f32], par: bool) -> Vec<f3
             .zip(x.chunks_exact(in_plane))
             .for_each(one);
     }
-    buf
 }
 
 /// The implicit im2col matrix of one image/group (`k = icg·kh·kw` rows × `pix` columns),

@@ -2,9 +2,6 @@
 //! driver, the per-thread packing buffers, and the micro-kernel calls of one task.
 #![forbid(unsafe_code)]
 
-use std::cell::Cell;
-use std::thread::LocalKey;
-
 use rayon::prelude::*;
 
 use super::pack::{pack_a, pack_a_panel, pack_b, pack_b_panel, MatSource};
@@ -12,6 +9,7 @@ use super::{
     kc_block, tile_size, Activation, Bias, Epilogue, Isa, MatRef, PackedA, PackedB, PanelSource,
     MC, NC, PAR_MIN_FLOPS,
 };
+use crate::kernels::scratch;
 use crate::kernels::simd::{self, TileTail};
 
 /// An operand: a view to pack on the fly, or prepacked.
@@ -24,13 +22,17 @@ pub(super) enum Src<'a> {
 }
 
 /// One parallel unit: rows `i0..i0+rows.len()` × columns `j0..j0+width` of the current C block,
-/// with the matching pieces of the epilogue's residual (empty when it has none).
-struct Task<'c> {
+/// with the matching pieces of the epilogue's residual (empty when it has none). The row pieces
+/// live on the stack of the code that splits the grid ([`for_each_task`]): no allocation.
+struct Task<'t, 'c> {
     i0: usize,
     j0: usize,
-    rows: Vec<&'c mut [f32]>,
-    residual: Vec<&'c [f32]>,
+    rows: &'t mut [&'c mut [f32]],
+    residual: &'t [&'t [f32]],
 }
+
+/// The most rows a task has: a grid's row blocks are at most [`MC`] rows (see [`task_grid`]).
+const TASK_ROWS: usize = MC;
 
 /// The B operand of one K block as the micro-kernels read it.
 #[derive(Clone, Copy)]
@@ -152,7 +154,7 @@ pub(super) fn gemm(
             Src::Mat(_) | Src::Panels(_) => k * n_pad,
             _ => 0,
         };
-        if a_len <= KEEP_MAX && b_len <= KEEP_MAX {
+        if a_len <= scratch::KEEP_MAX && b_len <= scratch::KEEP_MAX {
             let shape = (m, n, k);
             gemm_whole_k(
                 isa,
@@ -169,16 +171,14 @@ pub(super) fn gemm(
         }
     }
 
-    // Packing buffers, reused across calls on this thread (see `take_buffer`).
+    // Packing buffers, kept between calls (see `scratch`).
     let mut a_buf = match a {
-        Src::Mat(_) => take_buffer(&A_BUF, m_pad * kcb.min(k)),
+        Src::Mat(_) => scratch::take(m_pad * kcb.min(k)),
         _ => Vec::new(),
     };
     let mut b_buf = match b {
         Src::Mat(_) if direct_b => Vec::new(),
-        Src::Mat(_) | Src::Panels(_) => {
-            take_buffer(&B_BUF, kcb.min(k) * NC.min(n.div_ceil(nr) * nr))
-        }
+        Src::Mat(_) | Src::Panels(_) => scratch::take(kcb.min(k) * NC.min(n.div_ceil(nr) * nr)),
         _ => Vec::new(),
     };
 
@@ -234,7 +234,6 @@ pub(super) fn gemm(
             let beta_eff = if first { beta } else { 1.0 };
 
             let residual = ep.residual.filter(|_| last);
-            let mut tasks = split_tasks(c, ldc, m, jc..jc + nc, (mb, cb), residual);
             let run = |t: &mut Task| {
                 run_task(
                     isa,
@@ -248,15 +247,17 @@ pub(super) fn gemm(
                     last.then_some(ep),
                 );
             };
-            if par {
-                tasks.par_iter_mut().for_each(run);
-            } else {
-                tasks.iter_mut().for_each(run);
-            }
+            let grid = Grid {
+                m,
+                cols: jc..jc + nc,
+                block: (mb, cb),
+                par,
+            };
+            for_each_task(c, ldc, residual, &grid, &run);
         }
     }
-    give_back_buffer(&A_BUF, a_buf);
-    give_back_buffer(&B_BUF, b_buf);
+    scratch::give(a_buf);
+    scratch::give(b_buf);
 }
 
 /// The task grid of a parallel GEMM over `m` rows and `nc` columns: row blocks of `mb` rows ×
@@ -307,74 +308,122 @@ pub(super) fn whole_k_grid(
     }
 }
 
-/// Splits the columns `cols` of the `m` rows of C (leading dimension `ldc`) into the tasks of
-/// the grid `(mb, cb)`: disjoint `&mut` row pieces, with the matching pieces of `residual`
-/// (a matrix of C's shape with its own leading dimension) when it is given.
-fn split_tasks<'c>(
-    c: &'c mut [f32],
-    ldc: usize,
+/// The task grid of one parallel region over C: its `m` rows and the columns `cols`, cut into
+/// row blocks × column chunks of `block = (mb, cb)`, run in parallel when `par`.
+struct Grid {
     m: usize,
     cols: std::ops::Range<usize>,
-    (mb, cb): (usize, usize),
-    residual: Option<(&'c [f32], usize)>,
-) -> Vec<Task<'c>> {
-    let nrb = m.div_ceil(mb);
-    let ncb = cols.len().div_ceil(cb);
-    let mut tasks: Vec<Task> = (0..nrb * ncb)
-        .map(|t| Task {
-            i0: (t / ncb) * mb,
-            j0: (t % ncb) * cb,
-            rows: Vec::new(),
-            residual: Vec::new(),
-        })
-        .collect();
-    for (i, row) in c.chunks_mut(ldc).take(m).enumerate() {
-        for (q, piece) in row[cols.clone()].chunks_mut(cb).enumerate() {
-            tasks[(i / mb) * ncb + q].rows.push(piece);
+    block: (usize, usize),
+    par: bool,
+}
+
+/// Runs `f` on every task of `grid` over C (leading dimension `ldc`), with the matching pieces
+/// of `residual` (a matrix of C's shape with its own leading dimension) when it is given. Row
+/// blocks are contiguous slices of C; each block's row pieces are gathered on the stack and
+/// split between column chunks by halving (see [`split_columns`]).
+fn for_each_task<F>(
+    c: &mut [f32],
+    ldc: usize,
+    residual: Option<(&[f32], usize)>,
+    grid: &Grid,
+    f: &F,
+) where
+    F: Fn(&mut Task) + Sync,
+{
+    let (mb, cb) = grid.block;
+    assert!((1..=TASK_ROWS).contains(&mb) && cb > 0, "gemm: task grid");
+    let nrb = grid.m.div_ceil(mb);
+    let block = |(b, block): (usize, &mut [f32])| {
+        let i0 = b * mb;
+        let n_rows = mb.min(grid.m - i0);
+        let mut rows: [&mut [f32]; TASK_ROWS] = std::array::from_fn(|_| Default::default());
+        for (piece, row) in rows.iter_mut().zip(block.chunks_mut(ldc)).take(n_rows) {
+            *piece = &mut row[grid.cols.clone()];
         }
-        if let Some((z, ld)) = residual {
-            for (q, piece) in z[i * ld..][cols.clone()].chunks(cb).enumerate() {
-                tasks[(i / mb) * ncb + q].residual.push(piece);
+        let mut z: [&[f32]; TASK_ROWS] = [&[]; TASK_ROWS];
+        let z = match residual {
+            Some((r, ld)) => {
+                for (i, piece) in z.iter_mut().enumerate().take(n_rows) {
+                    *piece = &r[(i0 + i) * ld..][grid.cols.clone()];
+                }
+                &z[..n_rows]
             }
-        }
+            None => &z[..0],
+        };
+        split_columns(&mut rows[..n_rows], z, (i0, 0), cb, grid.par, f);
+    };
+    if grid.par {
+        c.par_chunks_mut(mb * ldc)
+            .take(nrb)
+            .enumerate()
+            .for_each(block);
+    } else {
+        c.chunks_mut(mb * ldc).take(nrb).enumerate().for_each(block);
     }
-    tasks
 }
 
-/// One packing job of [`gemm_whole_k`]: micro-panel `panel` of A (`b == false`) or B at the K
-/// block `k0` (`kc` deep), and where it goes.
-struct PackJob<'b> {
-    b: bool,
-    k0: usize,
-    kc: usize,
-    panel: usize,
-    dst: &'b mut [f32],
+/// Runs `f` on the tasks of one row block: `rows` (and `residual`, empty or one piece per row)
+/// start at row `i0` and column `j0` of the grid, and are cut into chunks of `cb` columns by
+/// halving, the halves run in parallel when `par`.
+fn split_columns<F>(
+    rows: &mut [&mut [f32]],
+    residual: &[&[f32]],
+    (i0, j0): (usize, usize),
+    cb: usize,
+    par: bool,
+    f: &F,
+) where
+    F: Fn(&mut Task) + Sync,
+{
+    let width = rows.first().map_or(0, |r| r.len());
+    if width <= cb {
+        f(&mut Task {
+            i0,
+            j0,
+            rows,
+            residual,
+        });
+        return;
+    }
+    let mid = width.div_ceil(cb) / 2 * cb;
+    let mut right: [&mut [f32]; TASK_ROWS] = std::array::from_fn(|_| Default::default());
+    let right = &mut right[..rows.len()];
+    for (left, right) in rows.iter_mut().zip(right.iter_mut()) {
+        let (l, r) = std::mem::take(left).split_at_mut(mid);
+        (*left, *right) = (l, r);
+    }
+    let mut z: [&[f32]; TASK_ROWS] = [&[]; TASK_ROWS];
+    for (piece, r) in z.iter_mut().zip(residual) {
+        *piece = &r[mid..];
+    }
+    let z = &z[..residual.len()];
+    if par {
+        rayon::join(
+            || split_columns(rows, residual, (i0, j0), cb, par, f),
+            || split_columns(right, z, (i0, j0 + mid), cb, par, f),
+        );
+    } else {
+        split_columns(rows, residual, (i0, j0), cb, par, f);
+        split_columns(right, z, (i0, j0 + mid), cb, par, f);
+    }
 }
 
-/// Adds a [`PackJob`] for every `width`-wide micro-panel of every K block of one operand, whose
-/// block at `k0` takes `padded · kc` floats of `buf` (the layout of [`PackedA`] / [`PackedB`]).
-fn push_panel_jobs<'b>(
-    jobs: &mut Vec<PackJob<'b>>,
-    b: bool,
-    mut buf: &'b mut [f32],
-    (k, kcb): (usize, usize),
-    padded: usize,
-    width: usize,
-) {
-    for k0 in (0..k).step_by(kcb) {
-        let kc = kcb.min(k - k0);
-        let (blk, rest) = std::mem::take(&mut buf).split_at_mut(padded * kc);
-        buf = rest;
-        for (panel, dst) in blk.chunks_mut(kc * width).enumerate() {
-            jobs.push(PackJob {
-                b,
-                k0,
-                kc,
-                panel,
-                dst,
-            });
-        }
-    }
+/// Packs every `width`-wide micro-panel of every K block of one operand in parallel, into
+/// `buf`, whose block at `k0` takes `padded · kc` floats (the layout of [`PackedA`] /
+/// [`PackedB`]); `pack(k0, kc, panel, dst)` packs one.
+fn pack_panels<P>(buf: &mut [f32], (k, kcb): (usize, usize), padded: usize, width: usize, pack: P)
+where
+    P: Fn(usize, usize, usize, &mut [f32]) + Sync,
+{
+    buf.par_chunks_mut(padded * kcb)
+        .enumerate()
+        .for_each(|(kb, blk)| {
+            let k0 = kb * kcb;
+            let kc = kcb.min(k - k0);
+            blk.par_chunks_mut(kc * width)
+                .enumerate()
+                .for_each(|(panel, dst)| pack(k0, kc, panel, dst));
+        });
 }
 
 /// The parallel driver when the operands to pack fit whole in the per-thread buffers: every
@@ -405,42 +454,38 @@ fn gemm_whole_k(
     };
     let (m_pad, n_pad) = (m.div_ceil(mr) * mr, n.div_ceil(nr) * nr);
     let mut a_buf = match a {
-        Src::Mat(_) => take_buffer(&A_BUF, m_pad * k),
+        Src::Mat(_) => scratch::take(m_pad * k),
         _ => Vec::new(),
     };
     let mut b_buf = match b_src {
-        Some(_) => take_buffer(&B_BUF, k * n_pad),
+        Some(_) => scratch::take(k * n_pad),
         None => Vec::new(),
     };
 
-    // 1. Pack: one job per micro-panel, each with its own piece of the buffers.
-    let mut jobs = Vec::new();
-    if let Src::Mat(_) = a {
-        push_panel_jobs(
-            &mut jobs,
-            false,
-            &mut a_buf[..m_pad * k],
-            (k, kcb),
-            m_pad,
-            mr,
-        );
-    }
-    if b_src.is_some() {
-        push_panel_jobs(
-            &mut jobs,
-            true,
-            &mut b_buf[..k * n_pad],
-            (k, kcb),
-            n_pad,
-            nr,
-        );
-    }
-    jobs.par_iter_mut().for_each(|j| match (j.b, a, b_src) {
-        (false, Src::Mat(v), _) => pack_a_panel(isa, &v, j.k0, j.kc, j.panel, j.dst),
-        (true, _, Some(src)) => pack_b_panel(isa, src, j.k0, j.kc, 0, n, j.panel, j.dst),
-        _ => unreachable!("jobs are made only for the operands to pack"),
-    });
-    drop(jobs);
+    // 1. Pack: every micro-panel of both operands in one parallel region.
+    let pack_a_all = || {
+        if let Src::Mat(v) = a {
+            pack_panels(
+                &mut a_buf[..m_pad * k],
+                (k, kcb),
+                m_pad,
+                mr,
+                |k0, kc, p, dst| pack_a_panel(isa, &v, k0, kc, p, dst),
+            );
+        }
+    };
+    let pack_b_all = || {
+        if let Some(src) = b_src {
+            pack_panels(
+                &mut b_buf[..k * n_pad],
+                (k, kcb),
+                n_pad,
+                nr,
+                |k0, kc, p, dst| pack_b_panel(isa, src, k0, kc, 0, n, p, dst),
+            );
+        }
+    };
+    rayon::join(pack_a_all, pack_b_all);
 
     // 2. Compute: the K block at `k0` of either operand starts at `k0 · m_pad` / `k0 · n_pad`,
     // in the prepacked layouts as in the buffers.
@@ -453,9 +498,7 @@ fn gemm_whole_k(
         Src::Mat(v) if direct_b => v.data,
         _ => &b_buf[..k * n_pad],
     };
-    let grid = whole_k_grid(m, n, (mr, nr), threads);
-    let mut tasks = split_tasks(c, ldc, m, 0..n, grid, ep.residual);
-    tasks.par_iter_mut().for_each(|t| {
+    let run = |t: &mut Task| {
         for k0 in (0..k).step_by(kcb) {
             let kc = kcb.min(k - k0);
             let a_pan = &a_full[k0 * m_pad..(k0 + kc) * m_pad];
@@ -480,45 +523,16 @@ fn gemm_whole_k(
                 last.then_some(ep),
             );
         }
-    });
-    drop(tasks);
-    give_back_buffer(&A_BUF, a_buf);
-    give_back_buffer(&B_BUF, b_buf);
-}
-
-thread_local! {
-    /// Per-thread A packing buffer kept between GEMM calls.
-    static A_BUF: Cell<Vec<f32>> = const { Cell::new(Vec::new()) };
-    /// Per-thread B packing buffer kept between GEMM calls.
-    static B_BUF: Cell<Vec<f32>> = const { Cell::new(Vec::new()) };
-}
-
-/// Buffers larger than this (in floats) are not kept between calls.
-const KEEP_MAX: usize = 1 << 22;
-
-/// Takes this thread's cached buffer (leaving an empty one, so that a GEMM nested in a rayon
-/// job stolen while this one waits simply allocates its own) and sizes it to `len`. The content
-/// is stale; the packing routines overwrite every element they hand to the micro-kernels.
-fn take_buffer(slot: &'static LocalKey<Cell<Vec<f32>>>, len: usize) -> Vec<f32> {
-    let mut v = slot.with(Cell::take);
-    if v.len() < len {
-        v.resize(len, 0.0);
-    }
-    v
-}
-
-/// Returns a buffer to this thread's cache.
-fn give_back_buffer(slot: &'static LocalKey<Cell<Vec<f32>>>, v: Vec<f32>) {
-    if v.capacity() > 0 && v.capacity() <= KEEP_MAX {
-        slot.with(|c| {
-            let old = c.take();
-            c.set(if old.capacity() > v.capacity() {
-                old
-            } else {
-                v
-            });
-        });
-    }
+    };
+    let grid = Grid {
+        m,
+        cols: 0..n,
+        block: whole_k_grid(m, n, (mr, nr), threads),
+        par: true,
+    };
+    for_each_task(c, ldc, ep.residual, &grid, &run);
+    scratch::give(a_buf);
+    scratch::give(b_buf);
 }
 
 /// Runs the micro-kernels of one task (see [`Task`]); `ep` is `Some` on the last `KC` block.

@@ -1,0 +1,346 @@
+//! The engine's steady state allocates nothing: once a graph has run on some input shapes, a
+//! run on the same shapes — reading its inputs into recycled storage, computing every step,
+//! handing its outputs back for reuse — makes no heap allocation, at 1 and at 2 threads.
+//!
+//! A counting global allocator (this test binary's own) counts the allocations made by the
+//! test thread and by the pool's workers while a run is measured. The models cover the kernels
+//! of the benchmark models: every convolution path (staged stem, pointwise, Winograd, im2col,
+//! subsampled 1×1, depthwise) with fused residual and activations, pooling, Gemm, and a
+//! transformer block (LayerNormalization, MatMul with bias, batched attention MatMuls,
+//! Reshape, Transpose, Softmax with a mask, an Erf GELU).
+//!
+//! The warmed runs also recompute the first run's outputs bit for bit although their storage
+//! was recycled with NaN in it: a kernel that claims to overwrite its outputs and leaves an
+//! element unwritten shows up here.
+
+mod common;
+
+use common::model_bytes;
+use onnxifi_rust::exec::Executable;
+use onnxifi_rust::ir::{DataType, Tensor, TensorData};
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+/// Counts the allocations of measured threads while measuring is on.
+struct Counting;
+
+static MEASURING: AtomicBool = AtomicBool::new(false);
+static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
+
+thread_local! {
+    /// Whether this thread's allocations count: the test thread and the pool's workers.
+    static MEASURED: Cell<bool> = const { Cell::new(false) };
+}
+
+fn note_allocation() {
+    if MEASURING.load(Ordering::Relaxed) && MEASURED.with(Cell::get) {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+// SAFETY: every call is forwarded unchanged to the system allocator; counting touches only an
+// atomic and a const-initialised thread-local (neither allocates).
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        note_allocation();
+        // SAFETY: the caller's layout contract is passed on.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        note_allocation();
+        // SAFETY: as for `alloc`.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        note_allocation();
+        // SAFETY: `ptr` came from this allocator (that is, from `System`) with `layout`.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: as for `realloc`.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+/// One measurement at a time (the counters are global).
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// A deterministic pseudo-random sequence in [-0.5, 0.5).
+fn values(n: usize, seed: u64) -> Vec<f32> {
+    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            (s >> 40) as f32 / (1u64 << 24) as f32 - 0.5
+        })
+        .collect()
+}
+
+/// An initializer in ONNX text, with deterministic values scaled by `scale`.
+fn weight(name: &str, shape: &[usize], seed: u64, scale: f32) -> String {
+    let n = shape.iter().product();
+    let dims: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
+    let data: Vec<String> = values(n, seed)
+        .iter()
+        .map(|v| format!("{:?}", v * scale))
+        .collect();
+    format!("float[{}] {name} = {{{}}}", dims.join(","), data.join(","))
+}
+
+/// A small CNN through every convolution path: a 7×7 stride-2 stem on 3 channels (staged
+/// input), max pooling, a pointwise 1×1, a 3×3 at 24×24 (Winograd: 36 tiles), a 3×3 stride 2
+/// (im2col) plus a 1×1 stride 2 shortcut (subsampled) added as a residual, a depthwise 3×3 with
+/// Clip, average pooling, global average pooling, Flatten, Gemm and Softmax.
+fn cnn() -> String {
+    let weights = [
+        weight("w_stem", &[16, 3, 7, 7], 1, 0.3),
+        weight("b_stem", &[16], 2, 0.1),
+        weight("w_pw", &[32, 16, 1, 1], 3, 0.5),
+        weight("b_pw", &[32], 4, 0.1),
+        weight("w_wino", &[32, 32, 3, 3], 5, 0.2),
+        weight("b_wino", &[32], 6, 0.1),
+        weight("w_s2", &[64, 32, 3, 3], 7, 0.2),
+        weight("b_s2", &[64], 8, 0.1),
+        weight("w_short", &[64, 32, 1, 1], 9, 0.3),
+        weight("w_dw", &[64, 1, 3, 3], 10, 0.5),
+        weight("b_dw", &[64], 11, 0.1),
+        weight("w_fc", &[10, 64], 12, 0.5),
+        weight("b_fc", &[10], 13, 0.1),
+        "float lo = {0.0}".to_string(),
+        "float hi = {6.0}".to_string(),
+    ];
+    format!(
+        r#"<ir_version: 8, opset_import: ["" : 17]>
+cnn (float[1, 3, 96, 96] x) => (float[1, 10] y)
+<{}>
+{{
+  stem = Conv <kernel_shape: ints = [7, 7], strides: ints = [2, 2], pads: ints = [3, 3, 3, 3]> (x, w_stem, b_stem)
+  r0 = Relu (stem)
+  p0 = MaxPool <kernel_shape: ints = [3, 3], strides: ints = [2, 2], pads: ints = [1, 1, 1, 1]> (r0)
+  c1 = Conv <kernel_shape: ints = [1, 1]> (p0, w_pw, b_pw)
+  r1 = Relu (c1)
+  c2 = Conv <kernel_shape: ints = [3, 3], pads: ints = [1, 1, 1, 1]> (r1, w_wino, b_wino)
+  r2 = Relu (c2)
+  c3 = Conv <kernel_shape: ints = [3, 3], strides: ints = [2, 2], pads: ints = [1, 1, 1, 1]> (r2, w_s2, b_s2)
+  sc = Conv <kernel_shape: ints = [1, 1], strides: ints = [2, 2]> (r2, w_short)
+  s3 = Add (c3, sc)
+  r3 = Relu (s3)
+  c4 = Conv <kernel_shape: ints = [3, 3], pads: ints = [1, 1, 1, 1], group: int = 64> (r3, w_dw, b_dw)
+  r4 = Clip (c4, lo, hi)
+  p4 = AveragePool <kernel_shape: ints = [2, 2], strides: ints = [2, 2]> (r4)
+  g = GlobalAveragePool (p4)
+  f = Flatten (g)
+  logits = Gemm <transB: int = 1> (f, w_fc, b_fc)
+  y = Softmax (logits)
+}}"#,
+        weights.join(", ")
+    )
+}
+
+/// One transformer encoder block (sequence 128, width 64, 2 heads, feed-forward 256): the
+/// shapes of BERT's in miniature.
+fn transformer() -> String {
+    let (t, d, f) = (128, 64, 256);
+    let mut weights = vec![
+        weight("ln_g", &[d], 20, 1.0),
+        weight("ln_b", &[d], 21, 0.2),
+        weight("mask", &[1, 1, 1, t], 22, 1.0),
+        weight("w_o", &[d, d], 23, 0.2),
+        weight("b_o", &[d], 24, 0.1),
+        weight("w_1", &[d, f], 25, 0.2),
+        weight("b_1", &[f], 26, 0.1),
+        weight("w_2", &[f, d], 27, 0.1),
+        weight("b_2", &[d], 28, 0.1),
+        "int64[4] heads = {1, 128, 2, 32}".to_string(),
+        "int64[3] merged = {1, 128, 64}".to_string(),
+        "float scale = {0.1767767}".to_string(),
+        "float half = {0.5}".to_string(),
+        "float one = {1.0}".to_string(),
+        "float root2 = {1.4142135}".to_string(),
+    ];
+    for (i, name) in ["q", "k", "v"].iter().enumerate() {
+        weights.push(weight(&format!("w_{name}"), &[d, d], 30 + i as u64, 0.2));
+        weights.push(weight(&format!("b_{name}"), &[d], 40 + i as u64, 0.1));
+    }
+    let mut body = String::from(
+        "  ln = LayerNormalization <axis: int = -1, epsilon: float = 1e-5> (x, ln_g, ln_b)\n",
+    );
+    for name in ["q", "k", "v"] {
+        body += &format!(
+            "  {name}m = MatMul (ln, w_{name})\n  {name}b = Add ({name}m, b_{name})\n  \
+             {name}h = Reshape ({name}b, heads)\n"
+        );
+    }
+    body += r#"  qt = Transpose <perm: ints = [0, 2, 1, 3]> (qh)
+  kt = Transpose <perm: ints = [0, 2, 3, 1]> (kh)
+  vt = Transpose <perm: ints = [0, 2, 1, 3]> (vh)
+  s = MatMul (qt, kt)
+  ss = Mul (s, scale)
+  sm = Add (ss, mask)
+  p = Softmax <axis: int = -1> (sm)
+  c = MatMul (p, vt)
+  ct = Transpose <perm: ints = [0, 2, 1, 3]> (c)
+  cm = Reshape (ct, merged)
+  om = MatMul (cm, w_o)
+  ob = Add (om, b_o)
+  h = Add (ob, x)
+  f1 = MatMul (h, w_1)
+  f1b = Add (f1, b_1)
+  e0 = Div (f1b, root2)
+  e1 = Erf (e0)
+  e2 = Add (e1, one)
+  e3 = Mul (f1b, e2)
+  g = Mul (e3, half)
+  f2 = MatMul (g, w_2)
+  f2b = Add (f2, b_2)
+  y = Add (f2b, h)
+"#;
+    format!(
+        r#"<ir_version: 8, opset_import: ["" : 17]>
+block (float[1, {t}, {d}] x) => (float[1, {t}, {d}] y)
+<{}>
+{{
+{body}}}"#,
+        weights.join(", ")
+    )
+}
+
+/// Runs `exe` on `input` (little-endian f32 bytes of shape `shape`) as the C ABI does: input
+/// storage from the graph's pool, [`Executable::run_into`], outputs handed back with
+/// [`Executable::recycle`] after `inspect` saw them. Returns the allocations counted meanwhile
+/// (measured when `measure`).
+fn run_once(
+    exe: &Executable,
+    pool: &rayon::ThreadPool,
+    (shape, input): (&[usize], &[u8]),
+    measure: bool,
+    inspect: &mut dyn FnMut(&mut [Tensor]),
+) -> usize {
+    let len: usize = shape.iter().product();
+    // The shape vector and the lists are the caller's; made before counting starts.
+    let shape = shape.to_vec();
+    let mut inputs: Vec<Tensor> = Vec::with_capacity(1);
+    let mut outputs: Vec<Tensor> = Vec::with_capacity(exe.outputs().len());
+    ALLOCATIONS.store(0, Ordering::SeqCst);
+    MEASURING.store(measure, Ordering::SeqCst);
+    let mut storage = exe
+        .input_storage(DataType::F32, len)
+        .expect("input storage");
+    storage.read_le_bytes(input, len).expect("input bytes");
+    inputs.push(Tensor {
+        shape,
+        data: storage,
+    });
+    pool.install(|| exe.run_into(&mut inputs, &mut outputs))
+        .expect("run");
+    MEASURING.store(false, Ordering::SeqCst);
+    let counted = ALLOCATIONS.load(Ordering::SeqCst);
+    inspect(&mut outputs);
+    MEASURING.store(measure, Ordering::SeqCst);
+    exe.recycle(std::mem::take(&mut outputs));
+    MEASURING.store(false, Ordering::SeqCst);
+    counted + ALLOCATIONS.load(Ordering::SeqCst)
+}
+
+/// Compiles `text`, runs it ten times to warm up (each worker's caches meet the largest need of
+/// every role it can take), then checks that ten more runs allocate nothing and reproduce the first run's output exactly, at `threads` threads.
+fn assert_steady_state_allocates_nothing(what: &str, text: &str, shape: &[usize], threads: usize) {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    MEASURED.with(|m| m.set(true));
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .start_handler(|_| MEASURED.with(|m| m.set(true)))
+        .build()
+        .expect("pool");
+    let exe =
+        onnxifi_rust::graph::compile_executable(&model_bytes(text), Vec::new()).expect("compiles");
+    let n: usize = shape.iter().product();
+    let input: Vec<u8> = values(n, 99)
+        .iter()
+        .flat_map(|v| (v * 2.0).to_le_bytes())
+        .collect();
+    let mut first: Option<Vec<f32>> = None;
+    for round in 0..20 {
+        let measure = round >= 10;
+        let mut seen: Option<Vec<f32>> = None;
+        let counted = run_once(&exe, &pool, (shape, &input), measure, &mut |outs| {
+            let TensorData::F32(y) = &mut outs[0].data else {
+                panic!("{what}: the output is not float")
+            };
+            seen = Some(y.clone());
+            // The storage goes back to the pool poisoned: the next runs' steps get it.
+            y.fill(f32::NAN);
+        });
+        let seen = seen.expect("an output");
+        assert!(
+            seen.iter().all(|v| v.is_finite()),
+            "{what}: non-finite output"
+        );
+        match &first {
+            None => first = Some(seen),
+            Some(want) => assert!(
+                *want == seen,
+                "{what} at {threads} threads: run {round} differs from the first run"
+            ),
+        }
+        if measure {
+            assert_eq!(
+                counted, 0,
+                "{what} at {threads} threads: run {round} allocated {counted} times"
+            );
+        }
+    }
+}
+
+#[test]
+fn cnn_runs_allocate_nothing_at_one_thread() {
+    assert_steady_state_allocates_nothing("the CNN", &cnn(), &[1, 3, 96, 96], 1);
+}
+
+#[test]
+fn cnn_runs_allocate_nothing_at_two_threads() {
+    assert_steady_state_allocates_nothing("the CNN", &cnn(), &[1, 3, 96, 96], 2);
+}
+
+#[test]
+fn transformer_runs_allocate_nothing_at_one_thread() {
+    assert_steady_state_allocates_nothing(
+        "the transformer block",
+        &transformer(),
+        &[1, 128, 64],
+        1,
+    );
+}
+
+#[test]
+fn transformer_runs_allocate_nothing_at_two_threads() {
+    assert_steady_state_allocates_nothing(
+        "the transformer block",
+        &transformer(),
+        &[1, 128, 64],
+        2,
+    );
+}
+
+/// The counter sees the allocations of a measured thread (the test cannot pass vacuously).
+#[test]
+fn the_counter_counts() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    MEASURED.with(|m| m.set(true));
+    ALLOCATIONS.store(0, Ordering::SeqCst);
+    MEASURING.store(true, Ordering::SeqCst);
+    let v: Vec<u64> = std::hint::black_box(vec![1, 2, 3]);
+    MEASURING.store(false, Ordering::SeqCst);
+    drop(v);
+    assert_eq!(ALLOCATIONS.load(Ordering::SeqCst), 1);
+}
