@@ -1,6 +1,6 @@
 //! `AveragePool`: the mean over each window, counting padding or not (`count_include_pad`).
 
-use super::max_pool::pool_params;
+use super::max_pool::{pool_params, pool_windows};
 use super::util::{f32_of, f32_out};
 use super::{BuildCtx, Built, Kernel, OpDef, FLOAT};
 use crate::error::Result;
@@ -54,11 +54,9 @@ fn build(ctx: &BuildCtx) -> Result<Built> {
     }
     let (params, shape) = pool_params(ctx)?;
     let count_include_pad = ctx.attr_int("count_include_pad", 0)? != 0;
+    let windows = pool_windows(ctx, &params, &shape, count_include_pad)?;
     Ok(Built {
         outputs: vec![(DataType::F32, shape)],
-        kernel: Box::new(AvgPoolKernel {
-            windows: PoolWindows::new(&params, count_include_pad),
-            params,
-        }),
+        kernel: Box::new(AvgPoolKernel { params, windows }),
     })
 }

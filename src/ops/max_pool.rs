@@ -63,6 +63,21 @@ pub fn pool_params(ctx: &BuildCtx) -> Result<(Pool2dParams, Vec<usize>)> {
     Ok((p, out_shape(n, c, win.out, rank)))
 }
 
+/// The windows of `p` (see [`PoolWindows`]), once the output (`out_shape`) and the windows'
+/// tables (two ranges per output row and column, twice when the pads count) are known to fit in
+/// memory.
+pub fn pool_windows(
+    ctx: &BuildCtx,
+    p: &Pool2dParams,
+    out_shape: &[usize],
+    count_include_pad: bool,
+) -> Result<PoolWindows> {
+    ctx.check_fits(crate::ir::DataType::F32, out_shape)?;
+    let ranges = p.out_h.saturating_add(p.out_w).saturating_mul(4);
+    ctx.check_fits(crate::ir::DataType::I64, &[ranges])?;
+    Ok(PoolWindows::new(p, count_include_pad))
+}
+
 struct MaxPoolKernel(PoolWindows, Pool2dParams);
 
 impl Kernel for MaxPoolKernel {
@@ -87,8 +102,9 @@ fn build(ctx: &BuildCtx) -> Result<Built> {
         return super::window_nd::build_max_pool(ctx);
     }
     let (p, shape) = pool_params(ctx)?;
+    let windows = pool_windows(ctx, &p, &shape, false)?;
     Ok(Built {
         outputs: vec![(DataType::F32, shape)],
-        kernel: Box::new(MaxPoolKernel(PoolWindows::new(&p, false), p)),
+        kernel: Box::new(MaxPoolKernel(windows, p)),
     })
 }
