@@ -40,40 +40,31 @@ const PAR_CHUNK: usize = 1 << 14;
 
 /// The numpy broadcast of two shapes, or `None` if they are incompatible.
 pub fn broadcast_shape(a: &[usize], b: &[usize]) -> Option<Vec<usize>> {
-    let rank = a.len().max(b.len());
-    let get = |s: &[usize], d: usize| {
-        if d + s.len() >= rank {
-            s[d + s.len() - rank]
-        } else {
-            1
-        }
-    };
-    (0..rank)
-        .map(|d| match (get(a, d), get(b, d)) {
-            (x, y) if x == y => Some(x),
-            (1, y) => Some(y),
-            (x, 1) => Some(x),
-            _ => None,
-        })
-        .collect()
+    broadcast_dims(a, b).collect()
 }
 
 /// Whether `a` and `b` broadcast to `out` ([`broadcast_shape`] without allocating).
 fn broadcasts_to(a: &[usize], b: &[usize], out: &[usize]) -> bool {
-    let rank = out.len();
-    let get = |s: &[usize], d: usize| {
+    out.len() == a.len().max(b.len()) && broadcast_dims(a, b).zip(out).all(|(d, &o)| d == Some(o))
+}
+
+/// The dimensions of the numpy broadcast of `a` and `b`, outermost first (`None` where they
+/// are incompatible).
+fn broadcast_dims<'s>(a: &'s [usize], b: &'s [usize]) -> impl Iterator<Item = Option<usize>> + 's {
+    let rank = a.len().max(b.len());
+    let get = move |s: &[usize], d: usize| {
         if d + s.len() >= rank {
             s[d + s.len() - rank]
         } else {
             1
         }
     };
-    rank == a.len().max(b.len())
-        && (0..rank).all(|d| match (get(a, d), get(b, d)) {
-            (x, y) if x == y => x == out[d],
-            (1, y) | (y, 1) => y == out[d],
-            _ => false,
-        })
+    (0..rank).map(move |d| match (get(a, d), get(b, d)) {
+        (x, y) if x == y => Some(x),
+        (1, y) => Some(y),
+        (x, 1) => Some(x),
+        _ => None,
+    })
 }
 
 /// The larger of two values; a NaN operand gives NaN (numpy's `maximum`, ONNX's `Max`).

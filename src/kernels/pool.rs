@@ -89,8 +89,9 @@ type Taps = Vec<(usize, usize)>;
 pub struct PoolWindows {
     rows: Taps,
     cols: Taps,
-    counted_rows: Taps,
-    counted_cols: Taps,
+    /// The taps that count, rows then columns, when they are not `rows` and `cols` (average
+    /// pooling that counts the pads).
+    counted: Option<(Taps, Taps)>,
 }
 
 impl PoolWindows {
@@ -101,21 +102,15 @@ impl PoolWindows {
         };
         let y = (p.out_h, p.kernel_h, p.stride_h, p.dilation_h, p.pad_top);
         let x = (p.out_w, p.kernel_w, p.stride_w, p.dilation_w, p.pad_left);
-        let rows = axis(y, 0, p.in_h as isize);
-        let cols = axis(x, 0, p.in_w as isize);
-        let (counted_rows, counted_cols) = if count_include_pad {
-            (
-                axis(y, -(p.pad_top as isize), (p.in_h + p.pad_bottom) as isize),
-                axis(x, -(p.pad_left as isize), (p.in_w + p.pad_right) as isize),
-            )
-        } else {
-            (rows.clone(), cols.clone())
-        };
         PoolWindows {
-            rows,
-            cols,
-            counted_rows,
-            counted_cols,
+            rows: axis(y, 0, p.in_h as isize),
+            cols: axis(x, 0, p.in_w as isize),
+            counted: count_include_pad.then(|| {
+                (
+                    axis(y, -(p.pad_top as isize), (p.in_h + p.pad_bottom) as isize),
+                    axis(x, -(p.pad_left as isize), (p.in_w + p.pad_right) as isize),
+                )
+            }),
         }
     }
 }
@@ -391,7 +386,10 @@ pub(crate) fn avg_pool2d_isa(
     output: &mut [f32],
 ) {
     check(p, input, output);
-    let (cy, cx) = (&w.counted_rows, &w.counted_cols);
+    let (cy, cx) = w
+        .counted
+        .as_ref()
+        .map_or((&w.rows, &w.cols), |(y, x)| (y, x));
     for_planes(p, input, output, |x, out| {
         let fin = |s: f32, oy: usize, ox: usize| {
             let count = (cy[oy].1 - cy[oy].0) * (cx[ox].1 - cx[ox].0);

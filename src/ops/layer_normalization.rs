@@ -89,9 +89,19 @@ impl LayerNormKernel {
                     .sum::<f64>()
                     / n;
                 let inv = 1.0 / (var + eps).sqrt();
-                for (j, (o, &v)) in yr.iter_mut().zip(xr).enumerate() {
-                    let b = bias.map_or(0.0, |b| f64::from(b[j]));
-                    *o = ((f64::from(v) - mean) * inv * f64::from(scale[j]) + b) as f32;
+                let norm = |v: f32, g: f32| (f64::from(v) - mean) * inv * f64::from(g);
+                let rows = yr.iter_mut().zip(xr).zip(scale);
+                match bias {
+                    Some(bias) => {
+                        for (((o, &v), &g), &b) in rows.zip(bias) {
+                            *o = (norm(v, g) + f64::from(b)) as f32;
+                        }
+                    }
+                    None => {
+                        for ((o, &v), &g) in rows {
+                            *o = (norm(v, g) + 0.0) as f32;
+                        }
+                    }
                 }
             });
         Ok(true)
