@@ -6,7 +6,8 @@
 //! the ISAs, `KB_CASE=substring` the cases. `KB_CONV="ic,hw,oc,k,s,pad[,groups];..."` adds
 //! convolutions (one image, square images and kernels, bias and Relu), e.g. a model's layers;
 //! `KB_COLD=n` cycles each through `n` copies of its data (outer caches, as inside a model);
-//! `KB_WALL=1` times in wall-clock time instead (which counts a worker's idle waits).
+//! `KB_WALL=1` times in wall-clock time instead (which counts a worker's idle waits);
+//! `KB_THREADS=1,4,16` sets the pool sizes (default 1,2).
 
 use std::time::Instant;
 
@@ -36,10 +37,16 @@ fn main() {
         .filter(|&i| cpu::supported(i))
         .filter(|&i| want.as_deref().is_none_or(|w| cpu::name(i).starts_with(w)))
         .collect();
+    let thread_counts: Vec<usize> = std::env::var("KB_THREADS")
+        .unwrap_or_else(|_| "1,2".into())
+        .split(',')
+        .filter_map(|t| t.trim().parse().ok())
+        .filter(|&t| t > 0)
+        .collect();
     let mut rng = Rng::new(1);
     let mut cases = Vec::new();
     for &isa in &isas {
-        for threads in [1, 2] {
+        for &threads in &thread_counts {
             for n in [256usize, 512, 1024] {
                 let a = rng.vec(n * n);
                 let b = rng.vec(n * n);
@@ -151,7 +158,7 @@ fn main() {
             groups,
         };
         for &isa in &isas {
-            for threads in [1, 2] {
+            for &threads in &thread_counts {
                 let name = format!(
                     "conv {ic}->{oc} {hw}² {k}x{k}/{s} g{groups} {} t{threads}",
                     cpu::name(isa)

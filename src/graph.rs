@@ -159,5 +159,8 @@ pub fn compile_executable(bytes: &[u8], weights: Vec<ir::Weight>) -> Result<Exec
     let proto = model::decode(bytes)?;
     check::spec::check_model_for_load(&proto, strict_mode())?;
     let graph = ir::import(&proto, weights)?;
+    // The decoded weights are in the graph now: their raw bytes go before folding and packing
+    // make copies of their own, so the three are never resident together.
+    drop(proto);
     Executable::new(graph)
 }

@@ -324,8 +324,11 @@ fn fold_batch_norms(g: &mut Graph) {
         }
         if let Some(bn) = batch_norm_after(g, &consumers, i) {
             let conv = &g.nodes[i];
-            let (w_shape, w) = constant_f32(g, conv.inputs[1]).expect("checked");
+            let w_in = conv.inputs[1].expect("checked");
+            let (w_shape, w) = constant_f32(g, Some(w_in)).expect("checked");
             let m = w_shape[0];
+            // An empty weight has no rows to scale (chunks of at least one element).
+            let per = w.len().checked_div(m).unwrap_or(0).max(1);
             let bias: Vec<f32> = match conv.inputs.get(2).copied().flatten() {
                 Some(id) => constant_f32(g, Some(id)).expect("checked").1.to_vec(),
                 None => vec![0.0; m],
@@ -338,12 +341,6 @@ fn fold_batch_norms(g: &mut Graph) {
                 _ => 1e-5,
             };
             let (mul, add) = ops::fold_batch_norm(p[0], p[1], p[2], p[3], eps);
-            let per = w.len() / m;
-            let new_w: Vec<f32> = w
-                .iter()
-                .enumerate()
-                .map(|(k, &x)| x * mul[k / per])
-                .collect();
             let new_b: Vec<f32> = bias
                 .iter()
                 .zip(&mul)
@@ -351,14 +348,26 @@ fn fold_batch_norms(g: &mut Graph) {
                 .map(|((&b, &k), &a)| b * k + a)
                 .collect();
             let name = g.nodes[i].name.clone();
-            let w_id = add_constant(
-                g,
-                format!("{name}::bn_weights"),
-                Tensor {
-                    shape: w_shape,
-                    data: TensorData::F32(new_w),
-                },
-            );
+            // Weights only this Conv reads are scaled where they are: a copy would fault a
+            // model's worth of fresh pages in (most of a large model's load time is the kernel
+            // handing out pages) and hold both copies at the peak.
+            let w_id = if scale_in_place(g, &consumers, i, w_in, per, &mul) {
+                w_in
+            } else {
+                let (w_shape, w) = constant_f32(g, Some(w_in)).expect("checked");
+                let mut new_w = Vec::with_capacity(w.len());
+                for (row, &k) in w.chunks_exact(per).zip(&mul) {
+                    new_w.extend(row.iter().map(|&x| x * k));
+                }
+                add_constant(
+                    g,
+                    format!("{name}::bn_weights"),
+                    Tensor {
+                        shape: w_shape,
+                        data: TensorData::F32(new_w),
+                    },
+                )
+            };
             let b_id = add_constant(
                 g,
                 format!("{name}::bn_bias"),
@@ -377,6 +386,32 @@ fn fold_batch_norms(g: &mut Graph) {
         }
     }
     drop_removed(g, &removed);
+}
+
+/// Multiplies each output channel's `per` weights of value `w` by its factor in `mul`, in
+/// place, when node `i` is the value's only reader (not a graph output either) and nothing else
+/// holds its tensor; false, changing nothing, otherwise.
+fn scale_in_place(
+    g: &mut Graph,
+    consumers: &[Option<usize>],
+    i: usize,
+    w: ValueId,
+    per: usize,
+    mul: &[f32],
+) -> bool {
+    if consumers[w] != Some(i) {
+        return false;
+    }
+    let Some(t) = g.values[w].constant.as_mut().and_then(Arc::get_mut) else {
+        return false;
+    };
+    let TensorData::F32(v) = &mut t.data else {
+        return false;
+    };
+    for (row, &k) in v.chunks_exact_mut(per).zip(mul) {
+        row.iter_mut().for_each(|x| *x *= k);
+    }
+    true
 }
 
 /// The index of a foldable BatchNormalization reading the output of Conv node `i`.
@@ -712,5 +747,63 @@ mod tests {
              <float[2, 2, 1, 1] w = {{1.0, -2.0, 0.5, 3.0}}> {{ c = Conv(x, w)\n y = Add(c, x) }}"
         );
         assert_eq!(ops(&fused(&text)), ["Conv", "Add"]);
+    }
+
+    /// BatchNormalization after a Conv is folded into its weights: in place when the Conv is
+    /// the weight's only reader, into a copy when two Convs share the weight (each with its own
+    /// BatchNormalization, so the shared values must stay as they were for the other).
+    #[test]
+    fn batch_norm_folds_into_sole_and_shared_weights() {
+        // Per channel o: y = (conv - mean)/sqrt(var + eps)·scale + b_bn, eps = 0 here.
+        let text = format!(
+            "{HEADER} g (float[1, 2, 1, 1] x) => (float[1, 2, 1, 1] y, float[1, 2, 1, 1] z)
+             <float[2, 2, 1, 1] w = {{1.0, -2.0, 0.5, 3.0}},
+              float[2] s1 = {{2.0, 0.5}}, float[2] b1 = {{1.0, -1.0}},
+              float[2] m1 = {{0.5, 0.25}}, float[2] v1 = {{4.0, 1.0}},
+              float[2] s2 = {{-1.0, 3.0}}, float[2] b2 = {{0.0, 2.0}},
+              float[2] m2 = {{1.0, -1.0}}, float[2] v2 = {{1.0, 16.0}}>
+             {{ c1 = Conv(x, w)\n y = BatchNormalization <epsilon = 0.0> (c1, s1, b1, m1, v1)\n
+                c2 = Conv(x, w)\n z = BatchNormalization <epsilon = 0.0> (c2, s2, b2, m2, v2) }}"
+        );
+        let g = fused(&text);
+        assert_eq!(ops(&g), ["Conv", "Conv"]);
+        // The shared weight is copied: the two Convs read different, new weights.
+        assert_ne!(g.nodes[0].inputs[1], g.nodes[1].inputs[1]);
+        let x = [1.5f32, -0.5];
+        let w = [[1.0f32, -2.0], [0.5, 3.0]];
+        let bn = |s: [f32; 2], b: [f32; 2], m: [f32; 2], v: [f32; 2], o: usize| {
+            let conv = w[o][0] * x[0] + w[o][1] * x[1];
+            (conv - m[o]) / v[o].sqrt() * s[o] + b[o]
+        };
+        let proto = crate::text::parse_model(&text).expect("parses");
+        let bytes = prost::Message::encode_to_vec(&proto);
+        let exe = crate::graph::compile_executable(&bytes, Vec::new()).expect("compiles");
+        let input =
+            crate::ir::Tensor::new(vec![1, 2, 1, 1], crate::ir::TensorData::F32(x.to_vec()))
+                .expect("tensor");
+        let out = exe.run(vec![input]).expect("runs");
+        let (y, z) = (out[0].as_f32().expect("f32"), out[1].as_f32().expect("f32"));
+        for o in 0..2 {
+            let want_y = bn([2.0, 0.5], [1.0, -1.0], [0.5, 0.25], [4.0, 1.0], o);
+            let want_z = bn([-1.0, 3.0], [0.0, 2.0], [1.0, -1.0], [1.0, 16.0], o);
+            assert!((y[o] - want_y).abs() < 1e-6, "y[{o}] {} vs {want_y}", y[o]);
+            assert!((z[o] - want_z).abs() < 1e-6, "z[{o}] {} vs {want_z}", z[o]);
+        }
+        // A weight only one Conv reads is scaled in place: the Conv keeps its weight value,
+        // which now holds the folded weights.
+        let text = format!(
+            "{HEADER} g (float[1, 2, 1, 1] x) => (float[1, 2, 1, 1] y)
+             <float[2, 2, 1, 1] w = {{1.0, -2.0, 0.5, 3.0}},
+              float[2] s1 = {{2.0, 0.5}}, float[2] b1 = {{1.0, -1.0}},
+              float[2] m1 = {{0.5, 0.25}}, float[2] v1 = {{4.0, 1.0}}>
+             {{ c1 = Conv(x, w)\n y = BatchNormalization <epsilon = 0.0> (c1, s1, b1, m1, v1) }}"
+        );
+        let g = fused(&text);
+        assert_eq!(ops(&g), ["Conv"]);
+        let w_id = g.nodes[0].inputs[1].expect("weight");
+        assert_eq!(g.values[w_id].name, "w");
+        let folded = g.values[w_id].constant.as_deref().expect("constant");
+        // Channel 0 scaled by 2/sqrt(4) = 1, channel 1 by 0.5/sqrt(1) = 0.5.
+        assert_eq!(folded.as_f32().expect("f32"), [1.0, -2.0, 0.25, 1.5]);
     }
 }

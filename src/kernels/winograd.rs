@@ -192,7 +192,8 @@ fn run_phases(
     let (oh, ow) = (p.out_h(), p.out_w());
     let tw = ow.div_ceil(4);
     let tiles = oh.div_ceil(4) * tw;
-    let par = rayon::current_num_threads() > 1;
+    let threads = rayon::current_num_threads();
+    let par = threads > 1;
     let lane_isa = lane_isa(isa);
     let (mut v, mut m) = take_scratch(block * E * ic, block * E * oc);
     let in_img = ic * p.in_h * p.in_w;
@@ -216,17 +217,23 @@ fn run_phases(
                 );
             };
             for_each_chunk(par, v, E * ic, tile_in);
-            // 3. One GEMM per position.
+            // 3. One GEMM per position, its rows (tiles) cut into `pieces` tasks when the 36
+            // positions alone leave threads idle (more than 12 threads).
             let v = &*v;
+            let rows = n.div_ceil(gemm_pieces(n, threads));
             let gemm_e = |(e, me): (usize, &mut [f32])| {
-                let a = MatRef {
-                    data: &v[e * ic..],
-                    rows: n,
-                    cols: ic,
-                    row_stride: E * ic,
-                    col_stride: 1,
+                let piece = |(r, mr): (usize, &mut [f32])| {
+                    let r0 = r * rows;
+                    let a = MatRef {
+                        data: &v[r0 * E * ic + e * ic..],
+                        rows: mr.len() / oc,
+                        cols: ic,
+                        row_stride: E * ic,
+                        col_stride: 1,
+                    };
+                    gemm::sgemm_packed_with(false, 1.0, a, &f.u[e], 0.0, mr, oc, &Epilogue::NONE);
                 };
-                gemm::sgemm_packed_with(false, 1.0, a, &f.u[e], 0.0, me, oc, &Epilogue::NONE);
+                for_each_chunk(par, me, rows * oc, piece);
             };
             for_each_chunk(par, m, n * oc, gemm_e);
             // 4. Output transform, L output planes per task.
@@ -251,6 +258,12 @@ fn run_phases(
     }
     scratch::give(v);
     scratch::give(m);
+}
+
+/// Into how many row pieces [`run_phases`] cuts each of the 36 GEMMs of a block of `n` tiles
+/// on `threads` threads: enough for about three tasks a thread, each of at least 16 rows.
+fn gemm_pieces(n: usize, threads: usize) -> usize {
+    (3 * threads).div_ceil(E).clamp(1, (n / 16).max(1))
 }
 
 /// The ISA of the transforms. They work on L = 8 lanes, one 256-bit register: compiled for
@@ -714,6 +727,40 @@ mod tests {
                     Some(schedule),
                     &mut rng,
                 );
+            }
+        }
+    }
+
+    /// On more than 12 threads the phase schedule cuts each position's GEMM into row pieces,
+    /// and the result is still the direct convolution's: blocks of 37 and 50 tiles on pools of
+    /// 16 and 40 threads (pieces of 19 + 18, 25 + 25, 19 + 18 and 17 + 17 + 16 rows; each
+    /// image's last block, of 26 tiles, in one piece).
+    #[test]
+    fn phases_cut_into_row_pieces_on_many_threads() {
+        assert_eq!(gemm_pieces(200, 2), 1);
+        assert_eq!(gemm_pieces(200, 16), 2);
+        assert_eq!(gemm_pieces(200, 40), 4);
+        assert_eq!(gemm_pieces(20, 40), 1);
+        let mut rng = Rng::new(23);
+        for threads in [16, 40] {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            for isa in cpu::test_isas() {
+                for block in [37, 50] {
+                    // 10 × 10 tiles per image, two images.
+                    let p = params(2, 16, 40, 40, 24, [1, 1, 1, 1]);
+                    pool.install(|| {
+                        check(
+                            isa,
+                            p,
+                            Activation::Relu,
+                            Some(Schedule::Phases(block)),
+                            &mut rng,
+                        )
+                    });
+                }
             }
         }
     }
