@@ -209,6 +209,19 @@ fn depthwise_random_shapes() {
             let p = params(n, c, hw, hw, c, (3, 3), (st, st), pad, (1, 1), c);
             check(isa, p, Activation::Relu, &mut rng);
         }
+        // 3×3 filters (the AVX-512 kernel's own rows) on wide planes, several 16-column blocks
+        // and column groups, clamped by Clip, at strides 1 and 2; and one with a vertical
+        // dilation of 2, which takes the general rows.
+        let clip = Activation::Clip {
+            min: -0.5,
+            max: 0.5,
+        };
+        for st in [1, 2] {
+            let p = params(1, 3, 9, 70, 3, (3, 3), (st, st), [1, 1, 1, 1], (1, 1), 3);
+            check(isa, p, clip, &mut rng);
+        }
+        let p = params(1, 3, 11, 20, 3, (3, 3), (1, 1), [1, 1, 1, 1], (2, 1), 3);
+        check(isa, p, Activation::Relu, &mut rng);
     }
 }
 

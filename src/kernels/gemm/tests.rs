@@ -72,7 +72,7 @@ fn all_shapes(isa: Isa) {
     let mut rng = Rng::new(7);
     let dims = [1, 2, 3, 5, 7, 8, 9, 13, 16, 17, 31, 33, 64, 65];
     for &m in &dims {
-        for &n in &[1, 3, 15, 16, 17, 32, 33, 47, 70] {
+        for &n in &[1, 3, 8, 9, 15, 16, 17, 24, 25, 32, 33, 47, 49, 70] {
             for &k in &[1, 4, 19] {
                 case(isa, m, n, k, false, false, 1.0, 0.0, &mut rng);
             }

@@ -337,8 +337,9 @@ unsafe fn depthwise_blocks<const S: usize, const NB: usize>(
     for oy in 0..g.oh {
         let mut even = [_mm256_set1_ps(bias); NB];
         let mut odd = [_mm256_setzero_ps(); NB];
+        let mut last = [_mm256_setzero_ps(); NB];
         // Adds kernel row `ky` into `acc` (skipped when the row falls in the padding); a macro
-        // so that `even` and `odd` stay in registers (see the AVX-512 kernel).
+        // so that the accumulators stay in registers (see the AVX-512 kernel).
         macro_rules! kernel_row {
             ($ky:expr, $acc:ident) => {{
                 let ky = $ky;
@@ -376,11 +377,19 @@ unsafe fn depthwise_blocks<const S: usize, const NB: usize>(
                 }
             }};
         }
-        // Even kernel rows into `even`, odd ones into `odd`: two independent FMA chains.
-        for pair in 0..g.kh.div_ceil(2) {
-            kernel_row!(2 * pair, even);
-            if 2 * pair + 1 < g.kh {
-                kernel_row!(2 * pair + 1, odd);
+        if g.kh == 3 {
+            // A 3×3 filter: a chain of three FMAs per kernel row (even and odd rows would
+            // make one of six, whose latency bounds planes of one or two blocks).
+            kernel_row!(0, even);
+            kernel_row!(1, odd);
+            kernel_row!(2, last);
+        } else {
+            // Even kernel rows into `even`, odd ones into `odd`: two independent FMA chains.
+            for pair in 0..g.kh.div_ceil(2) {
+                kernel_row!(2 * pair, even);
+                if 2 * pair + 1 < g.kh {
+                    kernel_row!(2 * pair + 1, odd);
+                }
             }
         }
         for b in 0..NB {
@@ -389,7 +398,7 @@ unsafe fn depthwise_blocks<const S: usize, const NB: usize>(
                 break;
             }
             let n = (g.ow - o).min(8);
-            let mut sum = _mm256_add_ps(even[b], odd[b]);
+            let mut sum = _mm256_add_ps(_mm256_add_ps(even[b], odd[b]), last[b]);
             if let Some((lo, hi)) = clamp {
                 // max(lo, v) and min(hi, v) return v when it is NaN (the second operand).
                 sum = _mm256_min_ps(hi, _mm256_max_ps(lo, sum));

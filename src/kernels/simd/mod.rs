@@ -114,7 +114,18 @@ pub(crate) fn micro_column(
     assert!(z.is_empty() || (z.len() >= m && z.iter().take(m).all(|r| r.len() >= col + nr_eff)));
     #[cfg(target_arch = "x86_64")]
     if matches!(isa, Isa::Avx2Fma | Isa::Avx512) {
-        simd_column(isa, kc, a, b, ldb, rows, col, nr_eff, alpha, beta, tail);
+        let (tiles, edge) = edge_split(isa, nr_eff);
+        if tiles > 0 {
+            simd_column(isa, kc, a, b, ldb, rows, col, tiles, alpha, beta, tail);
+        }
+        if edge > 0 {
+            let t = TileTail {
+                col_bias: tail.col_bias.get(tiles..).unwrap_or(&[]),
+                ..*tail
+            };
+            let at = (&b[tiles..], ldb);
+            edge_column(isa, kc, a, at, rows, (col + tiles, edge), (alpha, beta), &t);
+        }
         return;
     }
     for (ip, tile) in rows.chunks_mut(mr).enumerate() {
@@ -179,6 +190,74 @@ fn simd_column(
             beta,
             &raw,
         )
+    }
+}
+
+/// How a column of C `nr_eff` wide splits between the ISA's register tiles and edge columns
+/// ([`edge_column`]): `(tile columns, edge columns)`. AVX-512's tiles compute 16-lane halves,
+/// so a column of at most 8, or a half plus at most 8, leaves those last columns to the edge
+/// kernel, which costs about an eighth of a half tile per column.
+fn edge_split(isa: Isa, nr_eff: usize) -> (usize, usize) {
+    match (isa, nr_eff) {
+        (Isa::Avx512, 1..=8) => (0, nr_eff),
+        (Isa::Avx512, 17..=24) => (16, nr_eff - 16),
+        _ => (nr_eff, 0),
+    }
+}
+
+/// The columns `col .. col + n` of `rows` (`n ≤ 8`) by AVX-512's edge kernel: the `⌈rows/8⌉`
+/// A micro-panels of `a` times the columns of `b` (row stride `ldb`), stored through the same
+/// tail as the tiles' (alpha, beta, biases, residual, clamp, in that order).
+#[cfg(target_arch = "x86_64")]
+#[allow(clippy::too_many_arguments)]
+fn edge_column(
+    isa: Isa,
+    kc: usize,
+    a: &[f32],
+    (b, ldb): (&[f32], usize),
+    rows: &mut [&mut [f32]],
+    (col, n): (usize, usize),
+    (alpha, beta): (f32, f32),
+    tail: &TileTail,
+) {
+    const MR: usize = mr(Isa::Avx512);
+    assert!(isa == Isa::Avx512 && cpu::supported(isa) && (1..=8).contains(&n));
+    assert!(kc == 0 || b.len() >= (kc - 1) * ldb + n);
+    for (ip, tile) in rows.chunks_mut(MR).enumerate() {
+        let a_micro = &a[ip * kc * MR..(ip + 1) * kc * MR];
+        // SAFETY: the CPU supports AVX-512 (checked); `a_micro` holds kc·8 floats and `b` `n`
+        // floats from each k·ldb, k < kc (checked).
+        let acc = unsafe { avx512::edge_columns(kc, a_micro.as_ptr(), b.as_ptr(), ldb, n) };
+        vectorize(
+            isa,
+            #[inline(always)]
+            || {
+                for (r, row) in tile.iter_mut().enumerate() {
+                    let i = ip * MR + r;
+                    for (j, x) in row[col..col + n].iter_mut().enumerate() {
+                        let mut v = alpha * acc[j][r];
+                        if beta != 0.0 {
+                            v = x.mul_add(beta, v);
+                        }
+                        if let Some(&rb) = tail.row_bias.get(i) {
+                            v += rb;
+                        }
+                        if let Some(&cb) = tail.col_bias.get(j) {
+                            v += cb;
+                        }
+                        if let Some(z) = tail.residual.get(i) {
+                            v += z[col + j];
+                        }
+                        if let Some((lo, hi)) = tail.clamp {
+                            // NaN stays NaN, as in the tiles' max/min.
+                            v = if lo > v { lo } else { v };
+                            v = if hi < v { hi } else { v };
+                        }
+                        *x = v;
+                    }
+                }
+            },
+        );
     }
 }
 
