@@ -301,6 +301,8 @@ struct Band<'t, 'o> {
     b: usize,
     ty0: usize,
     rows: usize,
+    /// The rows of the split's largest band.
+    max_rows: usize,
     planes: &'t mut [&'o mut [f32]],
 }
 
@@ -382,6 +384,7 @@ impl BandSplit {
                 b,
                 ty0: self.start(j),
                 rows: self.start(j + 1) - self.start(j),
+                max_rows: self.th.div_ceil(self.count),
                 planes,
             });
             return;
@@ -421,7 +424,10 @@ fn band_task(
     let n = t.rows * tw;
     let t0 = t.ty0 * tw;
     let lane_isa = lane_isa(isa);
-    let (mut v, mut m) = take_scratch(n * E * ic, n * E * oc);
+    // Scratch for the largest band of the split (bands differ by at most one tile row), so that
+    // every band asks for the same sizes and the scratch set settles whichever bands overlap.
+    let n_max = t.max_rows * tw;
+    let (mut v, mut m) = take_scratch(n_max * E * ic, n_max * E * oc);
     let in_img = ic * p.in_h * p.in_w;
     let x = &input[t.b * in_img..(t.b + 1) * in_img];
     {

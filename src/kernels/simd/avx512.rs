@@ -305,9 +305,9 @@ unsafe fn edge_dot<const N: usize, const U: usize>(
         // (contract).
         unsafe {
             let av = _mm256_loadu_ps(a.add(k * MR));
-            for j in 0..N {
+            for (j, sum) in acc[u].iter_mut().enumerate() {
                 let bv = _mm256_set1_ps(*b.add(k * ldb + j));
-                acc[u][j] = _mm256_fmadd_ps(av, bv, acc[u][j]);
+                *sum = _mm256_fmadd_ps(av, bv, *sum);
             }
         }
     };
