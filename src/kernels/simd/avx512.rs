@@ -486,6 +486,30 @@ unsafe fn store_dw_row<const NB: usize>(
     }
 }
 
+/// The 16 inputs of one kernel tap for a block of 16 output columns at horizontal stride `S`
+/// (1 or 2), from `p` on: lanes outside the masks read as zeros (at stride 2, two masked
+/// loads and the even lanes of both).
+///
+/// # Safety
+/// The lanes `(m0, m1)` select (from `p` and `p + 16`) are readable.
+#[target_feature(enable = "avx512f")]
+#[inline]
+unsafe fn dw_inputs<const S: usize>(
+    p: *const f32,
+    (m0, m1): (__mmask16, __mmask16),
+    even_idx: __m512i,
+) -> __m512 {
+    // SAFETY: masked-off lanes are not accessed; the others are readable (contract).
+    let lo = unsafe { _mm512_maskz_loadu_ps(m0, p) };
+    if S == 1 {
+        lo
+    } else {
+        // SAFETY: as above.
+        let hi = unsafe { _mm512_maskz_loadu_ps(m1, p.wrapping_add(16)) };
+        _mm512_permutex2var_ps(lo, even_idx, hi)
+    }
+}
+
 /// [`depthwise_rows`] for a 3×3 filter (vertical dilation 1): its nine weights stay in
 /// registers, and each kernel row accumulates into registers of its own, three independent FMA
 /// chains of three taps. The general rows keep even and odd kernel rows apart, chains of six
@@ -528,15 +552,8 @@ unsafe fn depthwise_rows_3x3<const S: usize, const NB: usize>(
                         // `x`; `wrapping_offset` keeps the address arithmetic defined.
                         unsafe {
                             for b in 0..NB {
-                                let (m0, m1) = masks[kx][b];
                                 let p = row.wrapping_offset(start[kx][b]);
-                                let lo = _mm512_maskz_loadu_ps(m0, p);
-                                let v = if S == 1 {
-                                    lo
-                                } else {
-                                    let hi = _mm512_maskz_loadu_ps(m1, p.wrapping_add(16));
-                                    _mm512_permutex2var_ps(lo, even_idx, hi)
-                                };
+                                let v = dw_inputs::<S>(p, masks[kx][b], even_idx);
                                 $acc[b] = _mm512_fmadd_ps(wv[ky * 3 + kx], v, $acc[b]);
                             }
                         }
@@ -595,15 +612,8 @@ unsafe fn depthwise_rows<const S: usize, const NB: usize>(
                         unsafe {
                             let wv = _mm512_set1_ps(*w.add(ky * g.kw + kx));
                             for b in 0..NB {
-                                let (m0, m1) = masks[kx][b];
                                 let p = row.wrapping_offset(start[kx][b]);
-                                let lo = _mm512_maskz_loadu_ps(m0, p);
-                                let v = if S == 1 {
-                                    lo
-                                } else {
-                                    let hi = _mm512_maskz_loadu_ps(m1, p.wrapping_add(16));
-                                    _mm512_permutex2var_ps(lo, even_idx, hi)
-                                };
+                                let v = dw_inputs::<S>(p, masks[kx][b], even_idx);
                                 $acc[b] = _mm512_fmadd_ps(wv, v, $acc[b]);
                             }
                         }
