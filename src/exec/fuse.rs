@@ -351,23 +351,17 @@ fn fold_batch_norms(g: &mut Graph) {
             // Weights only this Conv reads are scaled where they are: a copy would fault a
             // model's worth of fresh pages in (most of a large model's load time is the kernel
             // handing out pages) and hold both copies at the peak.
-            let w_id = if scale_in_place(g, &consumers, i, w_in, per, &mul) {
+            let w_id = if consumers[w_in] == Some(i) {
                 w_in
             } else {
                 let (w_shape, w) = constant_f32(g, Some(w_in)).expect("checked");
-                let mut new_w = Vec::with_capacity(w.len());
-                for (row, &k) in w.chunks_exact(per).zip(&mul) {
-                    new_w.extend(row.iter().map(|&x| x * k));
-                }
-                add_constant(
-                    g,
-                    format!("{name}::bn_weights"),
-                    Tensor {
-                        shape: w_shape,
-                        data: TensorData::F32(new_w),
-                    },
-                )
+                let copy = Tensor {
+                    shape: w_shape,
+                    data: TensorData::F32(w.to_vec()),
+                };
+                add_constant(g, format!("{name}::bn_weights"), copy)
             };
+            scale_rows(g, w_id, per, &mul);
             let b_id = add_constant(
                 g,
                 format!("{name}::bn_bias"),
@@ -388,30 +382,18 @@ fn fold_batch_norms(g: &mut Graph) {
     drop_removed(g, &removed);
 }
 
-/// Multiplies each output channel's `per` weights of value `w` by its factor in `mul`, in
-/// place, when node `i` is the value's only reader (not a graph output either) and nothing else
-/// holds its tensor; false, changing nothing, otherwise.
-fn scale_in_place(
-    g: &mut Graph,
-    consumers: &[Option<usize>],
-    i: usize,
-    w: ValueId,
-    per: usize,
-    mul: &[f32],
-) -> bool {
-    if consumers[w] != Some(i) {
-        return false;
-    }
-    let Some(t) = g.values[w].constant.as_mut().and_then(Arc::get_mut) else {
-        return false;
-    };
+/// Multiplies each output channel's `per` weights of constant `w` by its factor in `mul`, in
+/// place: `w` is read by the Conv being folded alone (its own weights, or a copy made for it),
+/// and its tensor is shared only when another value holds the same tensor, which then gets a
+/// copy of its own (`Arc::make_mut`).
+fn scale_rows(g: &mut Graph, w: ValueId, per: usize, mul: &[f32]) {
+    let t = Arc::make_mut(g.values[w].constant.as_mut().expect("a constant"));
     let TensorData::F32(v) = &mut t.data else {
-        return false;
+        unreachable!("checked: float weights")
     };
     for (row, &k) in v.chunks_exact_mut(per).zip(mul) {
         row.iter_mut().for_each(|x| *x *= k);
     }
-    true
 }
 
 /// The index of a foldable BatchNormalization reading the output of Conv node `i`.

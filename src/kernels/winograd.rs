@@ -301,8 +301,6 @@ struct Band<'t, 'o> {
     b: usize,
     ty0: usize,
     rows: usize,
-    /// The rows of the split's largest band.
-    max_rows: usize,
     planes: &'t mut [&'o mut [f32]],
 }
 
@@ -339,7 +337,10 @@ fn run_bands(
         ow,
         par: rayon::current_num_threads() > 1 && count > 1,
     };
-    let one = |t: &mut Band| band_task(isa, p, f, bias, act, input, t);
+    // Scratch for the largest band (bands differ by at most one tile row), so that every band
+    // asks for the same sizes and the scratch set settles whichever bands overlap.
+    let max_tiles = th.div_ceil(count) * ow.div_ceil(4);
+    let one = |t: &mut Band| band_task(isa, p, f, (bias, act), input, t, max_tiles);
     for (b, image) in output.chunks_mut(oc * oh * ow).enumerate() {
         let mut planes: [&mut [f32]; BAND_PLANES] = std::array::from_fn(|_| Default::default());
         for (piece, plane) in planes.iter_mut().zip(image.chunks_mut(oh * ow)) {
@@ -384,7 +385,6 @@ impl BandSplit {
                 b,
                 ty0: self.start(j),
                 rows: self.start(j + 1) - self.start(j),
-                max_rows: self.th.div_ceil(self.count),
                 planes,
             });
             return;
@@ -409,25 +409,23 @@ impl BandSplit {
     }
 }
 
-/// The three phases of one [`Band`], on this thread, with its scratch buffers.
+/// The three phases of one [`Band`], on this thread, with scratch buffers sized for
+/// `max_tiles` tiles (the split's largest band).
 fn band_task(
     isa: Isa,
     p: &Conv2dParams,
     f: &WinogradFilters,
-    bias: Option<&[f32]>,
-    act: Activation,
+    (bias, act): (Option<&[f32]>, Activation),
     input: &[f32],
     t: &mut Band,
+    max_tiles: usize,
 ) {
     let (ic, oc) = (p.in_channels, p.out_channels);
     let tw = p.out_w().div_ceil(4);
     let n = t.rows * tw;
     let t0 = t.ty0 * tw;
     let lane_isa = lane_isa(isa);
-    // Scratch for the largest band of the split (bands differ by at most one tile row), so that
-    // every band asks for the same sizes and the scratch set settles whichever bands overlap.
-    let n_max = t.max_rows * tw;
-    let (mut v, mut m) = take_scratch(n_max * E * ic, n_max * E * oc);
+    let (mut v, mut m) = take_scratch(max_tiles * E * ic, max_tiles * E * oc);
     let in_img = ic * p.in_h * p.in_w;
     let x = &input[t.b * in_img..(t.b + 1) * in_img];
     {

@@ -206,8 +206,8 @@ fn edge_split(isa: Isa, nr_eff: usize) -> (usize, usize) {
 }
 
 /// The columns `col .. col + n` of `rows` (`n ≤ 8`) by AVX-512's edge kernel: the `⌈rows/8⌉`
-/// A micro-panels of `a` times the columns of `b` (row stride `ldb`), stored through the same
-/// tail as the tiles' (alpha, beta, biases, residual, clamp, in that order).
+/// A micro-panels of `a` times the columns of `b` (row stride `ldb`): `alpha·A·B + beta·C`, then
+/// the tile tail of the portable path ([`apply_tail`]: biases, residual, clamp).
 #[cfg(target_arch = "x86_64")]
 #[allow(clippy::too_many_arguments)]
 fn edge_column(
@@ -233,29 +233,17 @@ fn edge_column(
             #[inline(always)]
             || {
                 for (r, row) in tile.iter_mut().enumerate() {
-                    let i = ip * MR + r;
                     for (j, x) in row[col..col + n].iter_mut().enumerate() {
-                        let mut v = alpha * acc[j][r];
-                        if beta != 0.0 {
-                            v = x.mul_add(beta, v);
-                        }
-                        if let Some(&rb) = tail.row_bias.get(i) {
-                            v += rb;
-                        }
-                        if let Some(&cb) = tail.col_bias.get(j) {
-                            v += cb;
-                        }
-                        if let Some(z) = tail.residual.get(i) {
-                            v += z[col + j];
-                        }
-                        if let Some((lo, hi)) = tail.clamp {
-                            // NaN stays NaN, as in the tiles' max/min.
-                            v = if lo > v { lo } else { v };
-                            v = if hi < v { hi } else { v };
-                        }
-                        *x = v;
+                        let v = alpha * acc[j][r];
+                        *x = if beta != 0.0 { x.mul_add(beta, v) } else { v };
                     }
                 }
+                let t = TileTail {
+                    row_bias: tail.row_bias.get(ip * MR..).unwrap_or(&[]),
+                    residual: tail.residual.get(ip * MR..).unwrap_or(&[]),
+                    ..*tail
+                };
+                apply_tail(tile, col, n, &t);
             },
         );
     }
