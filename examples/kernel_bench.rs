@@ -5,6 +5,7 @@
 //! `cargo run --release --example kernel_bench [rounds]`; `KB_ISA=avx512|avx2|portable` limits
 //! the ISAs, `KB_CASE=substring` the cases. `KB_CONV="ic,hw,oc,k,s,pad[,groups];..."` adds
 //! convolutions (one image, square images and kernels, bias and Relu), e.g. a model's layers;
+//! `KB_GEMM="m,k,n;..."` adds fully connected layers (B prepacked, `Gemm` with `transB`);
 //! `KB_COLD=n` cycles each through `n` copies of its data (outer caches, as inside a model);
 //! `KB_WALL=1` times in wall-clock time instead (which counts a worker's idle waits);
 //! `KB_THREADS=1,4,16` sets the pool sizes (default 1,2).
@@ -167,6 +168,19 @@ fn main() {
             }
         }
     }
+    for spec in std::env::var("KB_GEMM").unwrap_or_default().split(';') {
+        let v: Vec<usize> = spec
+            .split(',')
+            .filter_map(|x| x.trim().parse().ok())
+            .collect();
+        let [m, k, n] = v[..] else { continue };
+        for &isa in &isas {
+            for &threads in &thread_counts {
+                let name = format!("gemm {m}x{k}x{n} packed B {} t{threads}", cpu::name(isa));
+                cases.push(gemm_case(name, isa, (m, k, n), threads, &mut rng));
+            }
+        }
+    }
     if let Ok(filter) = std::env::var("KB_CASE") {
         cases.retain(|c| c.name.contains(&filter));
     }
@@ -251,6 +265,48 @@ fn conv_case(name: String, isa: Isa, p: Conv2dParams, threads: usize, rng: &mut 
         run: Box::new(move || {
             let (conv, x, out) = &mut layers[next];
             conv.run(x, out, Activation::Relu);
+            next = (next + 1) % copies;
+        }),
+        pool: rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap(),
+        samples: Vec::new(),
+    }
+}
+
+/// A fully connected layer: `A (m×k) · Bᵀ` with `B` (`n×k`, a `Gemm` with `transB`) prepacked
+/// and a per-column bias, on a pool of `threads` threads; `KB_COLD` as for [`conv_case`].
+fn gemm_case(
+    name: String,
+    isa: Isa,
+    (m, k, n): (usize, usize, usize),
+    threads: usize,
+    rng: &mut Rng,
+) -> Case {
+    let copies: usize = std::env::var("KB_COLD")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1)
+        .max(1);
+    let mut layers: Vec<_> = (0..copies)
+        .map(|_| {
+            let b = rng.vec(n * k);
+            let packed = gemm::PackedB::with_isa(isa, MatRef::row_major(&b, n, k).t());
+            (packed, rng.vec(n), rng.vec(m * k), vec![0.0f32; m * n])
+        })
+        .collect();
+    let mut next = 0;
+    Case {
+        name,
+        flops: 2.0 * (m * n * k) as f64,
+        run: Box::new(move || {
+            let (packed, bias, a, c) = &mut layers[next];
+            let ep = Epilogue {
+                bias: gemm::Bias::PerCol(bias),
+                ..Epilogue::NONE
+            };
+            gemm::sgemm_packed(1.0, MatRef::row_major(a, m, k), packed, 0.0, c, n, &ep);
             next = (next + 1) % copies;
         }),
         pool: rayon::ThreadPoolBuilder::new()

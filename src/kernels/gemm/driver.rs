@@ -243,7 +243,7 @@ pub(super) fn gemm(
                     b_pan,
                     alpha,
                     beta_eff,
-                    jc,
+                    (jc, ldc),
                     last.then_some(ep),
                 );
             };
@@ -519,7 +519,7 @@ fn gemm_whole_k(
                 b_pan,
                 alpha,
                 beta_eff,
-                0,
+                (0, ldc),
                 last.then_some(ep),
             );
         }
@@ -535,7 +535,8 @@ fn gemm_whole_k(
     scratch::give(b_buf);
 }
 
-/// Runs the micro-kernels of one task (see [`Task`]); `ep` is `Some` on the last `KC` block.
+/// Runs the micro-kernels of one task (see [`Task`]) of a block of C starting at column `jc`,
+/// whose rows are `ldc` apart; `ep` is `Some` on the last `KC` block.
 #[allow(clippy::too_many_arguments)]
 fn run_task(
     isa: Isa,
@@ -545,7 +546,7 @@ fn run_task(
     b_pan: BBlock,
     alpha: f32,
     beta: f32,
-    jc: usize,
+    (jc, ldc): (usize, usize),
     ep: Option<&Epilogue>,
 ) {
     let (mr, nr) = tile_size(isa);
@@ -567,10 +568,16 @@ fn run_task(
     // as much as the arithmetic. Then A micro-panels go outermost instead, so C is written
     // along its rows, and the packed B block is re-read from L2. Measured at 1 thread on
     // ResNet-50's 64→256 1×1 layers at 56² (K = 64): 1.36 → 0.92 ms; 128→512 at 28²: 1.02 →
-    // 0.96; with N = 196 (MobileNetV2 at 14²) it was slower, as it was for K = 256 or for a B
-    // read in place (re-read from memory for every A micro-panel).
-    let packed = matches!(b_pan, BBlock::Packed(_));
-    let rows_outer = packed && kc <= 128 && width >= 512;
+    // 0.96; with N = 196 (MobileNetV2 at 14²) it was slower, as it was for K = 256. A B read
+    // in place (then re-read from L2 or beyond for every A micro-panel) goes rows-outer only
+    // for K ≤ 32 when C's rows are at least 32 KiB apart (images of 112²): MobileNetV2's and
+    // EfficientNet's expansions at 112² went from 35–40 to 61 GFLOP/s (16→96), 51 to 63
+    // (24→144), 60 to 68 (32→192) (`kernel_bench`, 1 thread, `KB_COLD=4`), while at 56² (rows
+    // 12 KiB apart) they were slower by 5–15%.
+    let rows_outer = match b_pan {
+        BBlock::Packed(_) => kc <= 128 && width >= 512,
+        BBlock::Direct { .. } => kc <= 32 && ldc >= 8192,
+    };
     let row_step = if rows_outer { mr } else { n_rows.max(1) };
     for r0 in (0..n_rows).step_by(row_step) {
         let r1 = (r0 + row_step).min(n_rows);

@@ -373,7 +373,8 @@ fn rows_outer_order() {
 fn b_read_in_place() {
     // Shapes whose B is read where it lies (few rows of C, or a shallow B): edge columns,
     // several K blocks, B rows wider than its columns (a strided view), the NC block boundary,
-    // the whole-K parallel driver; with a per-row bias, a residual and Relu.
+    // the whole-K parallel driver, rows of C at least 8192 apart with K ≤ 32 (A micro-panels
+    // outermost); with a per-row bias, a residual and Relu.
     for isa in cpu::test_isas() {
         let mut rng = Rng::new(23);
         for &(m, n, k, parallel) in &[
@@ -385,6 +386,7 @@ fn b_read_in_place() {
             (20, NC + 45, 300, false),
             (200, 333, 17, true),
             (96, 12544, 16, false),
+            (30, 8203, 24, true),
         ] {
             let ldb = n + 5;
             let a = rng.vec(m * k);

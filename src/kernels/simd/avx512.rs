@@ -10,6 +10,7 @@ use super::{DwPlane, RawTail, DW_MAX_KW};
 /// Packed A micro-panel row count (k-major stride of A).
 const MR: usize = 8;
 
+
 /// Write-back state shared by the tiles of one column of C: lane masks, alpha and beta, the
 /// column bias and the clamp bounds.
 struct Store {
@@ -123,6 +124,10 @@ unsafe fn tile<const M: usize, const W2: bool>(
         // Masked-off lanes are neither read nor written, so `p1` may point past the row when
         // nr ≤ 16 (mask m1 is then 0); `wrapping_add` keeps the pointer arithmetic defined.
         let p1 = p0.wrapping_add(16);
+        // The next column's two lines of this row, for the tile that stores there one
+        // column of tiles later: hides the fetch for ownership of C's lines.
+        _mm_prefetch::<_MM_HINT_ET0>(p0.wrapping_add(32) as *const i8);
+        _mm_prefetch::<_MM_HINT_ET0>(p0.wrapping_add(48) as *const i8);
         let mut r0 = _mm512_mul_ps(acc0[i], s.va);
         let mut r1 = _mm512_mul_ps(acc1[i], s.va);
         if s.beta != 0.0 {
