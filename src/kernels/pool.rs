@@ -225,12 +225,16 @@ fn pool_row(
     // Windows of a..b are inside the row, so base(a) >= 0.
     let start = base(a) as usize;
     if p.stride_w == 1 {
-        mid.copy_from_slice(&tmp[start..start + n]);
-        for kx in 1..p.kernel_w {
-            let s = start + kx * p.dilation_w;
-            for (o, &v) in mid.iter_mut().zip(&tmp[s..s + n]) {
-                *o = op(*o, v);
-            }
+        reduce_slices(mid, p.kernel_w, |kx| &tmp[start + kx * p.dilation_w..], op);
+    } else if p.kernel_w == 3 && p.dilation_w == 1 {
+        // The common 3-wide stride-2 window (ResNet's stem pooling): the pair at 2·o and the
+        // first of the next pair, in one pass (tap by tap, as below, ResNet-50's stem pooling
+        // took 0.84 ms instead of 0.47). The last window ends at `start + 2n ≤ in_w`, so the
+        // next pairs stay inside `tmp` (its scratch value past the row included).
+        let pairs = tmp[start..start + 2 * n].chunks_exact(2);
+        let next = tmp[start + 2..start + 2 * n + 2].chunks_exact(2);
+        for ((o, c), d) in mid.iter_mut().zip(pairs).zip(next) {
+            *o = op(op(c[0], c[1]), d[0]);
         }
     } else if p.kernel_w == 2 && p.dilation_w == 1 {
         // The common 2-wide stride-2 window: both taps of each output in one pass.
@@ -256,6 +260,40 @@ fn pool_row(
                 }
             }
         }
+    }
+}
+
+/// `out[i] = op(…op(src(0)[i], src(1)[i])…, src(count - 1)[i])` for every `i` (`count ≥ 1`,
+/// each `src(j)` at least `out.len()` long), 16 columns at a time in registers. Reducing in
+/// place instead (`out[i] = op(out[i], v)` once per source) compiled to a masked store per
+/// step, which the next step's load of `out` waits for (a masked store does not forward to
+/// a load): ResNet-50's stem max pooling (64 planes of 112², 3×3 at stride 2, 1 thread) took
+/// 0.47 ms that way and 0.23 ms this way.
+#[inline(always)]
+fn reduce_slices<'a>(
+    out: &mut [f32],
+    count: usize,
+    src: impl Fn(usize) -> &'a [f32],
+    op: impl Fn(f32, f32) -> f32 + Copy,
+) {
+    const B: usize = 16;
+    let n = out.len();
+    let full = n / B * B;
+    for c0 in (0..full).step_by(B) {
+        let mut acc: [f32; B] = src(0)[c0..c0 + B].try_into().expect("16 floats");
+        for j in 1..count {
+            for (a, &v) in acc.iter_mut().zip(&src(j)[c0..c0 + B]) {
+                *a = op(*a, v);
+            }
+        }
+        out[c0..full.min(c0 + B)].copy_from_slice(&acc);
+    }
+    for (i, o) in out.iter_mut().enumerate().skip(full) {
+        let mut a = src(0)[i];
+        for j in 1..count {
+            a = op(a, src(j)[i]);
+        }
+        *o = a;
     }
 }
 
@@ -285,12 +323,7 @@ fn pool_plane(
         };
         let t = &mut tmp[..w];
         if ky0 < ky1 {
-            t.copy_from_slice(row(ky0));
-            for ky in ky0 + 1..ky1 {
-                for (d, &v) in t.iter_mut().zip(row(ky)) {
-                    *d = op(*d, v);
-                }
-            }
+            reduce_slices(t, ky1 - ky0, |i| row(ky0 + i), op);
         } else {
             t.fill(init);
         }
@@ -602,6 +635,27 @@ mod tests {
             max_pool2d_isa(isa, &p, &PoolWindows::new(&p, false), &x, &mut o);
             assert!(o[1].is_nan(), "{isa:?} {o:?}");
             assert!(o.iter().enumerate().all(|(i, v)| i == 1 || *v == 1.0));
+        }
+        // 3×3 windows at stride 2 (the one-pass path) and at stride 1, rows of 40 (blocks of
+        // 16 and a remainder): an output is NaN exactly when its window holds the NaN.
+        for isa in cpu::test_isas() {
+            for s in [1, 2] {
+                let p = params(1, 1, 5, 40, (3, 3), (s, s), [1; 4], (1, 1), false);
+                for at in [0, 1, 2, 17, 40 + 33, 2 * 40 + 39, 4 * 40 + 16] {
+                    let (iy, ix) = (at / 40, at % 40);
+                    let mut x = vec![1.0f32; 200];
+                    x[at] = f32::NAN;
+                    let mut o = vec![0.0; p.out_h * p.out_w];
+                    max_pool2d_isa(isa, &p, &PoolWindows::new(&p, false), &x, &mut o);
+                    for (i, v) in o.iter().enumerate() {
+                        let (oy, ox) = (i / p.out_w, i % p.out_w);
+                        let inside = |o: usize, i: usize| (o * s..o * s + 3).contains(&(i + 1));
+                        let want_nan = inside(oy, iy) && inside(ox, ix);
+                        assert_eq!(v.is_nan(), want_nan, "{isa:?} stride {s} NaN at {at}: {i}");
+                        assert!(v.is_nan() || *v == 1.0);
+                    }
+                }
+            }
         }
     }
 
