@@ -96,12 +96,13 @@ pub(super) fn gemm_input(p: &Conv2dParams) -> GemmInput {
         };
     }
     // A staged copy turns every im2col row segment into one contiguous copy (no border split
-    // per segment, no strided gather). With a horizontal stride only for few input channels
-    // (a network's first layer), where the gather is a large share of the work: ResNet-50's
-    // 7×7 stride-2 stem went from 3.8 to 2.7 ms at 1 thread, while its stride-2 3×3 layers
-    // did not change at 1 thread and the model leaned slower at 2. Only when the copy stays
-    // near the input's size: pads far wider than the kernel (with a large vertical stride the
-    // output stays small) would make it arbitrarily large.
+    // per segment, no strided gather). ResNet-50's 7×7 stride-2 stem went from 3.8 to 2.7 ms
+    // at 1 thread. Its stride-2 3×3 layers, on the Intel machine of the seventh session, did
+    // not change; on Zen 4 (`kernel_bench`, 1 thread, `KB_COLD=4`, GFLOP/s) 128 channels at
+    // 56² went from 73–79 to 87, 256 at 28² from 80–81 to 90–91, 512 at 14² unchanged
+    // (80–81), where the strided gather had taken 28% of the first one's time. Only when the
+    // copy stays near the input's size: pads far wider than the kernel (with a large vertical
+    // stride the output stays small) would make it arbitrarily large.
     let staged_plane = (p
         .in_h
         .saturating_add(p.pad_top)
@@ -113,7 +114,7 @@ pub(super) fn gemm_input(p: &Conv2dParams) -> GemmInput {
     );
     if p.in_h > 0
         && p.in_w > 0
-        && ((pads > 0 && p.stride_w == 1) || (p.stride_w > 1 && p.in_channels / p.groups <= 4))
+        && (pads > 0 || p.stride_w > 1)
         && staged_plane <= 4 * (p.in_h * p.in_w).max(1024)
     {
         let geometry = Conv2dParams {
