@@ -280,9 +280,13 @@ pub(super) fn task_grid(
 
 /// The task grid of [`gemm_whole_k`]. A task reads its rows of A and its columns of B over the
 /// whole of K, so a grid of `r × c` tasks reads A `c` times and B `r` times. The general grid
-/// ([`task_grid`], about three tasks a thread) splits the columns too; when splitting only the
-/// rows, into a multiple of `threads` tasks of at most [`MC`] rows, reads less in all, it is
-/// taken instead: each thread then streams its own part of the weights once, and B once.
+/// ([`task_grid`], about three tasks a thread) splits the columns too; splitting only the
+/// rows, into a multiple of `threads` tasks of at most [`MC`] rows, is taken instead when it
+/// reads less in all (each thread then streams its own part of the weights once, and B
+/// once), or when its critical path (waves of `threads` tasks) is at least an eighth
+/// shorter: by reads alone, ResNet-50's 256-channel 3×3 layer at 14² on 16 threads took the
+/// general grid, 49 tasks of 5 register tiles in 4 waves (a path of 20 tiles), where 16
+/// tasks of 14 take 14.
 /// Measured at 2 threads with `bench/compare_ort.py`, four runs of each library (paired ratio
 /// to ONNX Runtime, general grid → this): ResNet-50 1.58–1.64 → 1.54–1.57, BERT 1.13–1.18 →
 /// 1.12–1.14; MobileNetV2 within the noise (1.33–1.47 → 1.34–1.53).
@@ -300,8 +304,14 @@ pub(super) fn whole_k_grid(
     }
     // Rows of A and columns of B read, summed over the tasks.
     let reads = |(mb, cb): (usize, usize)| n.div_ceil(cb) * m + m.div_ceil(mb) * n_pad;
+    // The critical path in register tiles: waves of `threads` tasks, each as long as a whole
+    // task.
+    let span = |(mb, cb): (usize, usize)| {
+        let tasks = m.div_ceil(mb) * n.div_ceil(cb);
+        tasks.div_ceil(threads) * (mb / mr) * cb.div_ceil(nr)
+    };
     let rows_only = (tiles.div_ceil(row_tasks) * mr, n_pad);
-    if reads(rows_only) <= reads(general) {
+    if reads(rows_only) <= reads(general) || 8 * span(rows_only) <= 7 * span(general) {
         rows_only
     } else {
         general

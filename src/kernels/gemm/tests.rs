@@ -423,7 +423,7 @@ fn b_read_in_place() {
 }
 
 #[test]
-fn whole_k_grid_splits_rows_when_that_reads_less() {
+fn whole_k_grid_splits_rows_when_that_is_shorter_or_reads_less() {
     // ResNet-50's 256-channel 3×3 layer at 14² (M 256, N 196) on 2 threads: two tasks of 128
     // rows over all 224 (padded) columns read A once and B twice (256 + 2·224 = 704 rows and
     // columns), where the general 2×3 grid of 128 × 96 reads 3·256 + 2·224 = 1216.
@@ -434,21 +434,27 @@ fn whole_k_grid_splits_rows_when_that_reads_less() {
         driver::task_grid(64, 3136, 8, 32, 6)
     );
     // M 2048, N 49: rows of at most MC take 12 tasks (a multiple of 2), which read B once
-    // more than the general grid's 11 row blocks of 192.
+    // more than the general grid's 11 row blocks of 192, for a path only 8% shorter (6 waves
+    // of 44 tile columns against 6 of 48).
     assert_eq!(whole_k_grid(2048, 49, (8, 32), 2), (192, 64));
+    // The 256-channel layer at 14² on 16 threads: 16 tasks of 16 rows (a critical path of 14
+    // tile columns), not the general grid's 49 tasks of 40 rows × 32 columns (4 waves of 5),
+    // though it reads less (7·256 + 7·224 rows and columns against 256 + 16·224).
+    assert_eq!(driver::task_grid(256, 196, 8, 32, 48), (40, 32));
+    assert_eq!(whole_k_grid(256, 196, (8, 32), 16), (16, 224));
 }
 
 #[test]
 fn whole_k_parallel_on_several_pool_sizes() {
     // The whole-K parallel driver (packed A, B packed on the fly, bias, residual and Relu) on
-    // pools of 2, 3 and 4 threads, whose grids split the rows only or rows and columns.
+    // pools of 2, 3, 4 and 16 threads, whose grids split the rows only or rows and columns.
     for isa in cpu::test_isas() {
         let mut rng = Rng::new(31);
         for &(m, n, k) in &[(256, 196, 600), (200, 333, 300), (64, 900, 260)] {
             let f = Fused::new(&mut rng, m, n, k);
             let (am, bm, want, ep) = (f.am(), f.bm(), f.want(), f.ep());
             let pa = PackedA::with_isa(isa, am);
-            for threads in [2, 3, 4] {
+            for threads in [2, 3, 4, 16] {
                 let pool = rayon::ThreadPoolBuilder::new()
                     .num_threads(threads)
                     .build()
