@@ -80,11 +80,13 @@ fn computes(p: &Conv2dParams) -> bool {
         && p.in_channels * p.out_channels <= MAX_CHANNEL_PAIRS
 }
 
-/// Fewest output tiles (over the batch) [`suits`] accepts. Measured on ResNet-50 at 1 thread:
-/// its 256-channel 3×3 layers at 14×14 (16 tiles) took 2.03 ms each by Winograd and 1.83 ms by
-/// the implicit-im2col GEMM; the 128-channel ones at 28×28 (49 tiles) 1.35 ms by Winograd and
-/// 1.76 ms by GEMM.
-const MIN_TILES: usize = 32;
+/// Fewest output tiles (over the batch) [`suits`] accepts. ResNet-50's 256-channel 3×3 layers
+/// at 14×14 have 16. Measured in the model (per-node medians, 3 interleaved rounds), implicit
+/// im2col GEMM → Winograd, ms per layer: on Zen 4 2.36 → 1.50 at 1 thread and 1.33 → 0.91 at
+/// 2; on a 16-core Xeon (AVX-512) 3.5 → 2.0 at 1 thread, 0.83 → 0.48 at 8 and 0.58 → 0.32 at
+/// 16 (ONNX Runtime 0.26–0.29 there). In the seventh session, before the transforms and the
+/// band schedule were reworked, Winograd had been the slower one there (2.03 against 1.83 ms).
+const MIN_TILES: usize = 16;
 
 /// Most `in_c · out_c` [`suits`] accepts.
 const MAX_CHANNEL_PAIRS: usize = 256 * 256;
@@ -772,15 +774,21 @@ mod tests {
     #[test]
     fn suits_only_plain_3x3() {
         let base = params(1, 16, 8, 8, 16, [1, 1, 1, 1]);
-        // 2 images of 4×4 tiles: 32 tiles, the fewest it takes.
+        // 2 images of 2×4 tiles: 16 tiles, the fewest it takes (one 14×14 image has 16).
         let base = Conv2dParams {
             batch: 2,
-            in_h: 16,
+            in_h: 8,
             in_w: 16,
             ..base
         };
         assert!(suits(&base));
         assert!(!suits(&Conv2dParams { batch: 1, ..base }));
+        assert!(suits(&Conv2dParams {
+            batch: 1,
+            in_h: 14,
+            in_w: 14,
+            ..base
+        }));
         assert!(!suits(&Conv2dParams {
             stride_w: 2,
             ..base
