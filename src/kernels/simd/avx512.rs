@@ -10,7 +10,6 @@ use super::{DwPlane, RawTail, DW_MAX_KW};
 /// Packed A micro-panel row count (k-major stride of A).
 const MR: usize = 8;
 
-
 /// Write-back state shared by the tiles of one column of C: lane masks, alpha and beta, the
 /// column bias and the clamp bounds.
 struct Store {
