@@ -68,10 +68,7 @@ fn main() {
                             &Epilogue::NONE,
                         )
                     }),
-                    pool: rayon::ThreadPoolBuilder::new()
-                        .num_threads(threads)
-                        .build()
-                        .unwrap(),
+                    pool: pool(threads),
                     samples: Vec::new(),
                 });
             }
@@ -100,10 +97,7 @@ fn main() {
                                 )
                             }
                         }),
-                        pool: rayon::ThreadPoolBuilder::new()
-                            .num_threads(1)
-                            .build()
-                            .unwrap(),
+                        pool: pool(1),
                         samples: Vec::new(),
                     });
                 }
@@ -239,16 +233,29 @@ fn main() {
     }
 }
 
+/// Copies of a layer's data a case cycles through (`KB_COLD`, default 1).
+fn cold_copies() -> usize {
+    std::env::var("KB_COLD")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1)
+        .max(1)
+}
+
+/// A pool of `threads` threads for one case.
+fn pool(threads: usize) -> rayon::ThreadPool {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .unwrap()
+}
+
 /// A convolution case: random input, weights and bias, Relu, on a pool of `threads` threads.
 /// With `KB_COLD=n` the case holds `n` copies of the layer (their own weights, input and
 /// output) and each run takes the next, so that weights and activations come from the outer
 /// caches as they do inside a model.
 fn conv_case(name: String, isa: Isa, p: Conv2dParams, threads: usize, rng: &mut Rng) -> Case {
-    let copies: usize = std::env::var("KB_COLD")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(1)
-        .max(1);
+    let copies = cold_copies();
     let mut layers: Vec<_> = (0..copies)
         .map(|_| {
             let x = rng.vec(p.input_len());
@@ -267,10 +274,7 @@ fn conv_case(name: String, isa: Isa, p: Conv2dParams, threads: usize, rng: &mut 
             conv.run(x, out, Activation::Relu);
             next = (next + 1) % copies;
         }),
-        pool: rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .build()
-            .unwrap(),
+        pool: pool(threads),
         samples: Vec::new(),
     }
 }
@@ -284,11 +288,7 @@ fn gemm_case(
     threads: usize,
     rng: &mut Rng,
 ) -> Case {
-    let copies: usize = std::env::var("KB_COLD")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(1)
-        .max(1);
+    let copies = cold_copies();
     let mut layers: Vec<_> = (0..copies)
         .map(|_| {
             let b = rng.vec(n * k);
@@ -309,10 +309,7 @@ fn gemm_case(
             gemm::sgemm_packed(1.0, MatRef::row_major(a, m, k), packed, 0.0, c, n, &ep);
             next = (next + 1) % copies;
         }),
-        pool: rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .build()
-            .unwrap(),
+        pool: pool(threads),
         samples: Vec::new(),
     }
 }
