@@ -286,7 +286,7 @@ fn reduce_slices<'a>(
                 *a = op(*a, v);
             }
         }
-        out[c0..full.min(c0 + B)].copy_from_slice(&acc);
+        out[c0..c0 + B].copy_from_slice(&acc);
     }
     for (i, o) in out.iter_mut().enumerate().skip(full) {
         let mut a = src(0)[i];

@@ -124,7 +124,9 @@ unsafe fn tile<const M: usize, const W2: bool>(
         // nr ≤ 16 (mask m1 is then 0); `wrapping_add` keeps the pointer arithmetic defined.
         let p1 = p0.wrapping_add(16);
         // The next column's two lines of this row, for the tile that stores there one
-        // column of tiles later: hides the fetch for ownership of C's lines.
+        // column of tiles later: hides the fetch for ownership of C's lines. A hint for
+        // writing (`prefetcht0` without the `prfchw` feature), on any address: it never
+        // faults, so past the end of the row it only wastes a fetch.
         _mm_prefetch::<_MM_HINT_ET0>(p0.wrapping_add(32) as *const i8);
         _mm_prefetch::<_MM_HINT_ET0>(p0.wrapping_add(48) as *const i8);
         let mut r0 = _mm512_mul_ps(acc0[i], s.va);
