@@ -1,0 +1,172 @@
+//! Tests of the Winograd convolution against the direct one, of its schedules and of the
+//! geometries it takes.
+
+use super::*;
+use crate::kernels::cpu;
+use crate::kernels::reference::{self, Rng};
+
+fn params(n: usize, c: usize, h: usize, w: usize, oc: usize, pad: [usize; 4]) -> Conv2dParams {
+    Conv2dParams {
+        batch: n,
+        in_channels: c,
+        in_h: h,
+        in_w: w,
+        out_channels: oc,
+        kernel_h: 3,
+        kernel_w: 3,
+        stride_h: 1,
+        stride_w: 1,
+        pad_top: pad[0],
+        pad_left: pad[1],
+        pad_bottom: pad[2],
+        pad_right: pad[3],
+        dilation_h: 1,
+        dilation_w: 1,
+        groups: 1,
+    }
+}
+
+/// Compares with the direct f64 sum: the error stays below 1e-5 of the output scale
+/// (Σ|w·x| over the window, the sum's own conditioning).
+/// A schedule forced by a test: phases over blocks of that many tiles, or that many bands.
+enum Schedule {
+    Phases(usize),
+    Bands(usize),
+}
+
+fn check(isa: Isa, p: Conv2dParams, act: Activation, block: Option<Schedule>, rng: &mut Rng) {
+    let x = rng.vec(p.input_len());
+    let w = rng.vec(p.weights_len());
+    let bias = rng.vec(p.out_channels);
+    let f = WinogradFilters::prepare(isa, p.out_channels, p.in_channels, &w);
+    assert!(f.fits(&p));
+    let mut want = vec![0.0; p.output_len()];
+    reference::conv2d_ref(&p, &x, &w, Some(&bias), act, &mut want);
+    let mut got = vec![f32::NAN; p.output_len()];
+    match block {
+        Some(Schedule::Phases(b)) => run_phases(isa, &p, &f, Some(&bias), act, &x, &mut got, b),
+        Some(Schedule::Bands(b)) => run_bands(isa, &p, &f, Some(&bias), act, &x, &mut got, b),
+        None => run(isa, &p, &f, Some(&bias), act, &x, &mut got),
+    }
+    // Inputs and weights are in [-1, 1): the window sum of |w·x| is at most 9·in_c.
+    let scale = 9.0 * p.in_channels as f32;
+    for (i, (&g, &e)) in got.iter().zip(&want).enumerate() {
+        assert!(
+            (g - e).abs() <= 1e-5 * scale,
+            "{isa:?} {p:?} [{i}]: {g} vs {e}"
+        );
+    }
+}
+
+#[test]
+fn matches_direct_convolution() {
+    let mut rng = Rng::new(21);
+    for isa in cpu::test_isas() {
+        for (p, act) in [
+            (params(1, 16, 8, 8, 16, [1, 1, 1, 1]), Activation::None),
+            (params(1, 16, 8, 8, 16, [1, 1, 1, 1]), Activation::Relu),
+            // Output sizes that are not multiples of 4, no padding, asymmetric padding.
+            (params(2, 17, 11, 13, 21, [0, 0, 0, 0]), Activation::None),
+            (params(1, 20, 9, 7, 33, [2, 0, 1, 2]), Activation::Sigmoid),
+            // Outputs smaller than one tile.
+            (params(1, 16, 3, 3, 16, [0, 0, 0, 0]), Activation::None),
+            (params(1, 16, 2, 5, 18, [1, 1, 0, 1]), Activation::None),
+            // ResNet-like.
+            (params(1, 64, 14, 14, 64, [1, 1, 1, 1]), Activation::Relu),
+        ] {
+            check(isa, p, act, None, &mut rng);
+        }
+        // Several tile blocks, a partial last one; bands of unequal sizes, one band per
+        // tile row, and more bands asked for than there are tile rows.
+        for schedule in [
+            Schedule::Phases(5),
+            Schedule::Bands(3),
+            Schedule::Bands(4),
+            Schedule::Bands(9),
+        ] {
+            check(
+                isa,
+                params(2, 16, 13, 10, 24, [1, 1, 1, 1]),
+                Activation::Relu,
+                Some(schedule),
+                &mut rng,
+            );
+        }
+    }
+}
+
+/// On more than 12 threads the phase schedule cuts each position's GEMM into row pieces,
+/// and the result is still the direct convolution's: blocks of 37 and 50 tiles on pools of
+/// 16 and 40 threads (pieces of 19 + 18, 25 + 25, 19 + 18 and 17 + 17 + 16 rows; each
+/// image's last block, of 26 tiles, in one piece).
+#[test]
+fn phases_cut_into_row_pieces_on_many_threads() {
+    assert_eq!(gemm_pieces(200, 2), 1);
+    assert_eq!(gemm_pieces(200, 16), 2);
+    assert_eq!(gemm_pieces(200, 40), 4);
+    assert_eq!(gemm_pieces(20, 40), 1);
+    let mut rng = Rng::new(23);
+    for threads in [16, 40] {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        for isa in cpu::test_isas() {
+            for block in [37, 50] {
+                // 10 × 10 tiles per image, two images.
+                let p = params(2, 16, 40, 40, 24, [1, 1, 1, 1]);
+                pool.install(|| {
+                    check(
+                        isa,
+                        p,
+                        Activation::Relu,
+                        Some(Schedule::Phases(block)),
+                        &mut rng,
+                    )
+                });
+            }
+        }
+    }
+}
+
+#[test]
+fn suits_only_plain_3x3() {
+    let base = params(1, 16, 8, 8, 16, [1, 1, 1, 1]);
+    // 2 images of 2×4 tiles: 16 tiles, the fewest it takes (one 14×14 image has 16).
+    let base = Conv2dParams {
+        batch: 2,
+        in_h: 8,
+        in_w: 16,
+        ..base
+    };
+    assert!(suits(&base));
+    assert!(!suits(&Conv2dParams { batch: 1, ..base }));
+    assert!(suits(&Conv2dParams {
+        batch: 1,
+        in_h: 14,
+        in_w: 14,
+        ..base
+    }));
+    assert!(!suits(&Conv2dParams {
+        stride_w: 2,
+        ..base
+    }));
+    assert!(!suits(&Conv2dParams {
+        dilation_h: 2,
+        ..base
+    }));
+    assert!(!suits(&Conv2dParams {
+        kernel_w: 5,
+        ..base
+    }));
+    assert!(!suits(&Conv2dParams { groups: 2, ..base }));
+    assert!(!suits(&Conv2dParams {
+        in_channels: 8,
+        ..base
+    }));
+    assert!(!suits(&Conv2dParams {
+        in_channels: 512,
+        out_channels: 512,
+        ..base
+    }));
+}
