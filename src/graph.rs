@@ -139,7 +139,7 @@ pub fn refusals(proto: &model::onnx::ModelProto) -> Vec<Error> {
     if let Err(e) = check::spec::check_model_for_load(proto, strict_mode()) {
         return vec![e];
     }
-    let graph = match ir::import(proto, Vec::new()) {
+    let graph = match ir::import(proto.clone(), Vec::new()) {
         Ok(g) => g,
         Err(e) => return vec![e],
     };
@@ -158,9 +158,8 @@ pub fn refusals(proto: &model::onnx::ModelProto) -> Vec<Error> {
 pub fn compile_executable(bytes: &[u8], weights: Vec<ir::Weight>) -> Result<Executable> {
     let proto = model::decode(bytes)?;
     check::spec::check_model_for_load(&proto, strict_mode())?;
-    let graph = ir::import(&proto, weights)?;
-    // The decoded weights are in the graph now: their raw bytes go before folding and packing
-    // make copies of their own, so the three are never resident together.
-    drop(proto);
+    // Import frees each initializer's bytes once it is decoded, so the model's weights are
+    // never resident twice while it loads.
+    let graph = ir::import(proto, weights)?;
     Executable::new(graph)
 }

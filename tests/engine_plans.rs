@@ -242,6 +242,94 @@ g (float[N, 16, 8, 8] img) => (float[N, 16, 8, 8] z)
     );
 }
 
+fn transpose(w: &[f32], rows: usize, cols: usize) -> Vec<f32> {
+    (0..cols * rows)
+        .map(|i| w[(i % rows) * cols + i / rows])
+        .collect()
+}
+
+/// Float32 matrices that only GEMM B operands read are held only in packed form: their data
+/// leaves the graph at init (one packing per distinct use: a `Gemm<transB = 1>` and a `MatMul`
+/// sharing `wt` pack it twice), while a weight another operator also reads keeps it. Three
+/// batch sizes plan three times, and a MatMul built during the run (after a Reshape to a
+/// run-time target) finds the packed form too.
+#[test]
+fn gemm_weights_are_held_only_packed() {
+    let w1 = values(8 * 4, 31);
+    let wt = values(8 * 8, 32);
+    let wk = values(8 * 4, 33);
+    let text = format!(
+        r#"<ir_version: 8, opset_import: ["" : 17]>
+g (float[N, 8] x, int64[2] s) => (float[N, 4] y, float[N, 8] t, float[?, ?] z, float[N, 4] yk, float[8, 4] k2)
+<{}, {}, {}>
+{{
+  [m] y = MatMul(x, w1)
+  [g] t0 = Gemm<transB = 1>(x, wt)
+  [m2] t1 = MatMul(x, wt)
+  [a] t = Add(t0, t1)
+  [r] xr = Reshape(x, s)
+  [mz] z = MatMul(xr, w1)
+  [mk] yk = MatMul(x, wk)
+  [nk] k2 = Neg(wk)
+}}"#,
+        initializer("w1", &[8, 4], &w1),
+        initializer("wt", &[8, 8], &wt),
+        initializer("wk", &[8, 4], &wk),
+    );
+    let exe = compile_ok(&text);
+    let value = |name: &str| {
+        exe.graph()
+            .values
+            .iter()
+            .find(|v| v.name == name)
+            .expect("the weight is in the graph")
+    };
+    for (name, shape) in [("w1", [8, 4]), ("wt", [8, 8])] {
+        assert!(value(name).constant.is_none(), "{name}'s data was dropped");
+        assert_eq!(value(name).packed_only.as_deref(), Some(&shape[..]));
+    }
+    assert!(
+        value("wk").constant.is_some(),
+        "Neg reads wk: it keeps its data"
+    );
+    assert!(value("wk").packed_only.is_none());
+    assert_eq!(
+        exe.weight_preparations(),
+        3,
+        "w1 once, wt for each of its two uses"
+    );
+    for n in [1usize, 3, 2, 3] {
+        let x = values(n * 8, 40 + n as u64);
+        let out = run_ok(&exe, vec![f32t(&[n, 8], &x), i64t(&[2], &[-1, 8])]);
+        let xw1 = matmul(&x, &w1, n, 8, 4);
+        assert_close(&out[0], &[n, 4], &xw1, 1e-5, 1e-5, "MatMul(x, w1)");
+        let t: Vec<f32> = matmul(&x, &transpose(&wt, 8, 8), n, 8, 8)
+            .iter()
+            .zip(matmul(&x, &wt, n, 8, 8))
+            .map(|(a, b)| a + b)
+            .collect();
+        assert_close(&out[1], &[n, 8], &t, 1e-5, 1e-5, "Gemm + MatMul on wt");
+        assert_close(
+            &out[2],
+            &[n, 4],
+            &xw1,
+            1e-5,
+            1e-5,
+            "MatMul built at run time",
+        );
+        let xwk = matmul(&x, &wk, n, 8, 4);
+        assert_close(&out[3], &[n, 4], &xwk, 1e-5, 1e-5, "MatMul(x, wk)");
+        let neg: Vec<f32> = wk.iter().map(|v| -v).collect();
+        assert_values(&out[4], &[8, 4], &neg, "Neg(wk)");
+    }
+    assert_eq!(exe.plans_built(), 3, "one plan per batch size");
+    assert_eq!(
+        exe.weight_preparations(),
+        4,
+        "wk is packed once by the first plan; nothing held packed is made again"
+    );
+}
+
 /// A Reshape whose target is a graph input: the node is built during the run from the target's
 /// contents, on one plan, and an impossible target fails that run alone.
 #[test]

@@ -311,6 +311,7 @@ fn add_constant(g: &mut Graph, name: String, t: Tensor) -> ValueId {
         name,
         declared: None,
         constant: Some(Arc::new(t)),
+        packed_only: None,
     });
     g.values.len() - 1
 }
@@ -589,7 +590,7 @@ mod tests {
     /// The graph of a model in the ONNX text syntax, after [`fuse`].
     fn fused(text: &str) -> Graph {
         let proto = crate::text::parse_model(text).expect("model parses");
-        fuse(import(&proto, Vec::new()).expect("model imports"))
+        fuse(import(proto, Vec::new()).expect("model imports"))
     }
 
     fn ops(g: &Graph) -> Vec<&str> {

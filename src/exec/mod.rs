@@ -139,13 +139,15 @@ impl Executable {
         }
         let mut graph = fuse::fuse(graph);
         drop_unused_constants(&mut graph);
+        let weights = WeightCache::default();
+        weights::pack_gemm_weights(&mut graph, &weights)?;
         let exe = Executable {
             graph,
             inputs,
             outputs,
             plans: Mutex::new(Vec::new()),
             plans_built: AtomicUsize::new(0),
-            weights: WeightCache::default(),
+            weights,
             scratch: Mutex::new(RunScratch::default()),
         };
         let fixed: Option<Vec<Vec<usize>>> = exe

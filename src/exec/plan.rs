@@ -152,7 +152,14 @@ impl BuildEnv<'_> {
             .iter()
             .zip(ins)
             .map(|(id, t)| {
-                let (id, t) = ((*id)?, (*t)?);
+                let id = (*id)?;
+                if let Some(shape) = &self.graph.values[id].packed_only {
+                    return Some(InputInfo {
+                        weight: Some(id),
+                        ..InputInfo::new(DataType::F32, shape)
+                    });
+                }
+                let t = (*t)?;
                 let constant = constants[id].as_deref();
                 Some(InputInfo {
                     dtype: t.dtype(),
@@ -204,8 +211,12 @@ fn lookup(node: &Node) -> Result<&'static OpDef> {
     })
 }
 
-/// The graph value `id` as a weight shared by all plans, when `constant` is the graph's own.
+/// The graph value `id` as a weight shared by all plans, when `constant` is the graph's own or
+/// the weight is held only in packed form.
 fn weight_of(graph: &Graph, id: ValueId, constant: Option<&Tensor>) -> Option<ValueId> {
+    if graph.values[id].packed_only.is_some() {
+        return Some(id);
+    }
     let own = graph.values[id].constant.as_deref()?;
     std::ptr::eq(own, constant?).then_some(id)
 }
@@ -243,9 +254,11 @@ impl Plan {
             graph.values.iter().map(|v| v.constant.clone()).collect();
         let mut types: Vec<Option<Known>> = constants
             .iter()
-            .map(|c| {
-                c.as_ref()
-                    .map(|t| Known::Static(t.dtype(), t.shape.clone()))
+            .zip(&graph.values)
+            .map(|(c, v)| match (c, &v.packed_only) {
+                (Some(t), _) => Some(Known::Static(t.dtype(), t.shape.clone())),
+                (None, Some(shape)) => Some(Known::Static(DataType::F32, shape.clone())),
+                (None, None) => None,
             })
             .collect();
         for (&id, (dtype, shape)) in graph.inputs.iter().zip(input_shapes) {
@@ -376,7 +389,7 @@ impl Plan {
         }
         for (id, last) in last_use.iter().enumerate() {
             if let Some(s) = last {
-                if constants[id].is_none() {
+                if constants[id].is_none() && graph.values[id].packed_only.is_none() {
                     steps[*s].frees.push(id);
                 }
             }

@@ -181,6 +181,8 @@ fn run_steps(
                     Some(id) => match (&values[*id], &plan.constants[*id]) {
                         (Some(v), _) => Some(v.as_tensor()?),
                         (None, Some(c)) => Some(&**c),
+                        // Its consumer reads its packed form, made when it was built.
+                        (None, None) if env.graph.values[*id].packed_only.is_some() => None,
                         (None, None) => return Err(internal("a step input was not computed")),
                     },
                 };

@@ -2,7 +2,7 @@
 //! shared by every plan of it: a plan for a new input shape finds the weights already packed.
 
 use crate::error::Result;
-use crate::ir::ValueId;
+use crate::ir::{DataType, Graph, ValueId};
 use std::any::Any;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -48,6 +48,47 @@ impl WeightCache {
     pub fn preparations(&self) -> usize {
         self.made.load(Ordering::Relaxed)
     }
+}
+
+/// Hands every float32 matrix weight that only GEMM B operands read over to its packed form:
+/// packs it into `cache` as each consumer's build will ask for it, then drops its data from the
+/// graph (`ValueInfo::packed_only`). One weight at a time, so loading never holds more than the
+/// weights and one packed copy (a transformer's weights would otherwise be resident twice).
+/// A weight a graph output, a subgraph or another operator also reads keeps its data.
+pub fn pack_gemm_weights(graph: &mut Graph, cache: &WeightCache) -> Result<()> {
+    let mut uses: Vec<Vec<(usize, usize)>> = vec![Vec::new(); graph.values.len()];
+    for (at, node) in graph.nodes.iter().enumerate() {
+        for (input, id) in node.inputs.iter().enumerate() {
+            if let Some(id) = id {
+                uses[*id].push((at, input));
+            }
+        }
+    }
+    for id in 0..graph.values.len() {
+        let Some(weight) = &graph.values[id].constant else {
+            continue;
+        };
+        let packable = weight.dtype() == DataType::F32
+            && weight.shape.len() == 2
+            && !uses[id].is_empty()
+            && !graph.outputs.contains(&id)
+            // Shared with a subgraph: dropping this reference would free nothing.
+            && Arc::strong_count(weight) == 1
+            && uses[id]
+                .iter()
+                .all(|&(at, input)| crate::ops::packs_weight(&graph.nodes[at], input));
+        if !packable {
+            continue;
+        }
+        for &(at, _) in &uses[id] {
+            crate::ops::prepack_weight(&graph.nodes[at], id, weight, cache)?;
+        }
+        let shape = weight.shape.clone();
+        let value = &mut graph.values[id];
+        value.packed_only = Some(shape);
+        value.constant = None;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

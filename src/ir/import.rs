@@ -29,8 +29,10 @@ fn invalid(msg: impl Into<String>) -> Error {
     Error::new(Status::InvalidModel, msg)
 }
 
-/// Imports a model; weights, if any, replace the initializer list.
-pub fn import(model: &ModelProto, weights: Vec<Weight>) -> Result<Graph> {
+/// Imports a model; weights, if any, replace the initializer list. The model is consumed: each
+/// initializer's serialized bytes are freed as soon as it is decoded, so a model's weights are
+/// never resident twice over (as bytes and as tensors) while it loads.
+pub fn import(mut model: ModelProto, weights: Vec<Weight>) -> Result<Graph> {
     let ir_version = model.ir_version.unwrap_or(0);
     if ir_version < 1 {
         return Err(invalid("the model has no ir_version"));
@@ -41,17 +43,51 @@ pub fn import(model: &ModelProto, weights: Vec<Weight>) -> Result<Graph> {
             format!("IR version {ir_version} is not supported (supported: {MIN_IR_VERSION}..={MAX_IR_VERSION})"),
         ));
     }
-    let opset = default_opset(model)?;
+    let opset = default_opset(&model)?;
     let g = model
         .graph
-        .as_ref()
+        .as_mut()
         .ok_or_else(|| invalid("the model has no graph"))?;
     if !weights.is_empty() && (!g.initializer.is_empty() || !g.sparse_initializer.is_empty()) {
         return Err(invalid(
             "weights were passed both as initializers and as weight descriptors",
         ));
     }
-    import_graph(g, opset, ir_version, weights, None)
+    refuse_sparse(g)?;
+    let initializers = std::mem::take(&mut g.initializer);
+    let mut constants = HashMap::with_capacity(initializers.len());
+    for init in initializers {
+        // `init` (and the bytes it holds) is dropped at the end of each iteration.
+        add_initializer(&mut constants, &init)?;
+    }
+    import_graph(g, opset, ir_version, constants, weights, None)
+}
+
+/// Refuses a graph with sparse initializers.
+fn refuse_sparse(g: &onnx::GraphProto) -> Result<()> {
+    if g.sparse_initializer.is_empty() {
+        return Ok(());
+    }
+    Err(Error::new(
+        Status::UnsupportedDatatype,
+        "sparse initializers are not supported",
+    ))
+}
+
+/// Decodes initializer `init` into `constants`, refusing a missing or repeated name.
+fn add_initializer(
+    constants: &mut HashMap<String, Tensor>,
+    init: &onnx::TensorProto,
+) -> Result<()> {
+    let name = init.name.clone().unwrap_or_default();
+    if name.is_empty() {
+        return Err(invalid("an initializer has no name"));
+    }
+    let t = Tensor::from_proto(init)?;
+    if constants.insert(name.clone(), t).is_some() {
+        return Err(invalid(format!("initializer '{name}' is defined twice")));
+    }
+    Ok(())
 }
 
 /// A value an enclosing graph makes visible to a subgraph.
@@ -106,19 +142,16 @@ fn free_names(g: &onnx::GraphProto) -> Vec<String> {
 
 /// Imports one graph: the main graph (`outer` is `None`), or a subgraph seeing `outer` values
 /// of its enclosing graphs (constants are shared, the others become captured inputs).
+/// `constants` holds its initializers, already decoded (those left in `g` are added to them).
 fn import_graph(
     g: &onnx::GraphProto,
     opset: i64,
     ir_version: i64,
+    mut constants: HashMap<String, Tensor>,
     weights: Vec<Weight>,
     outer: Option<&[Outer]>,
 ) -> Result<Graph> {
-    if !g.sparse_initializer.is_empty() {
-        return Err(Error::new(
-            Status::UnsupportedDatatype,
-            "sparse initializers are not supported",
-        ));
-    }
+    refuse_sparse(g)?;
 
     let mut values: Vec<ValueInfo> = Vec::new();
     let mut by_name: HashMap<String, ValueId> = HashMap::new();
@@ -129,16 +162,8 @@ fn import_graph(
             .or_insert(vi);
     }
 
-    let mut constants: HashMap<String, Tensor> = HashMap::new();
     for init in &g.initializer {
-        let name = init.name.clone().unwrap_or_default();
-        if name.is_empty() {
-            return Err(invalid("an initializer has no name"));
-        }
-        let t = Tensor::from_proto(init)?;
-        if constants.insert(name.clone(), t).is_some() {
-            return Err(invalid(format!("initializer '{name}' is defined twice")));
-        }
+        add_initializer(&mut constants, init)?;
     }
     let graph_input_names: Vec<&str> = g
         .input
@@ -176,6 +201,7 @@ fn import_graph(
             name: name.to_string(),
             declared: decl,
             constant: None,
+            packed_only: None,
         });
         by_name.insert(name.to_string(), values.len() - 1);
         Ok(values.len() - 1)
@@ -210,6 +236,7 @@ fn import_graph(
             name: o.name.clone(),
             declared: o.declared.clone(),
             constant: o.constant.clone(),
+            packed_only: None,
         });
         let id = values.len() - 1;
         by_name.insert(o.name.clone(), id);
@@ -279,8 +306,15 @@ fn import_graph(
                         })
                     })
                     .collect::<Result<Vec<Outer>>>()?;
-                let graph = import_graph(body, opset, ir_version, Vec::new(), Some(&visible))
-                    .map_err(|e| e.context(here()))?;
+                let graph = import_graph(
+                    body,
+                    opset,
+                    ir_version,
+                    HashMap::new(),
+                    Vec::new(),
+                    Some(&visible),
+                )
+                .map_err(|e| e.context(here()))?;
                 Ok(Subgraph(Arc::new(graph)))
             };
             let (aname, value) = match (a.g.as_ref(), a.graphs.is_empty()) {

@@ -143,6 +143,10 @@ pub struct ValueInfo {
     pub declared: Option<TensorType>,
     /// Its data, for weights and constants known at import.
     pub constant: Option<std::sync::Arc<Tensor>>,
+    /// The shape of a float32 weight whose data lives only in its consumers' prepared forms
+    /// (packed GEMM panels in the executable's weight cache): `constant` was dropped once they
+    /// were made, so the weight is not resident twice. `None` for every other value.
+    pub packed_only: Option<Vec<usize>>,
 }
 
 /// The imported graph.

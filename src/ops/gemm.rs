@@ -2,12 +2,14 @@
 //! A constant `B` is prepacked once; a `C` that is one value per column (or per row) becomes the
 //! GEMM's fused bias, and a following activation (internal `FusedGemm`) its fused epilogue.
 
-use super::util::{broadcast, f32_of, f32_out};
+use super::util::{broadcast, f32_of, f32_out, InputInfo};
 use super::{BuildCtx, Built, Kernel, OpDef, FLOAT};
-use crate::error::{Result, Status};
-use crate::ir::{DataType, Tensor};
+use crate::error::{Error, Result, Status};
+use crate::exec::WeightCache;
+use crate::ir::{Attr, DataType, Node, Tensor, ValueId};
 use crate::kernels::activation::Activation;
 use crate::kernels::gemm::{sgemm_ep, sgemm_packed, Bias, Epilogue, MatRef, PackedB};
+use std::sync::Arc;
 
 /// The `Gemm` operator.
 pub static DEF: OpDef = OpDef {
@@ -59,6 +61,75 @@ struct GemmKernel {
     packed_b: Option<std::sync::Arc<PackedB>>,
     c: CTerm,
     activation: Activation,
+}
+
+/// The weight-cache tag of a constant B (`k × n` after its transpose, if `trans_b`) packed for
+/// a GEMM: the same for `Gemm` and `MatMul` (`trans_b` false), whose packings are identical.
+fn packed_b_tag(k: usize, n: usize, trans_b: bool) -> String {
+    format!("gemm-b k{k} n{n} t{trans_b}")
+}
+
+/// B prepacked (`k × n` after its transpose, if `trans_b`), shared by every plan of the graph:
+/// packed from its data when it is a constant, found packed when it is a weight held only in
+/// packed form (`ValueInfo::packed_only`); `None` when B is known only at run time.
+pub(super) fn prepacked_b(
+    ctx: &BuildCtx,
+    b: &InputInfo,
+    (k, n, trans_b): (usize, usize, bool),
+) -> Result<Option<Arc<PackedB>>> {
+    let tag = packed_b_tag(k, n, trans_b);
+    match (b.constant, b.weight) {
+        (Some(t), _) => Ok(Some(ctx.prepared(1, &tag, || {
+            Ok(PackedB::new(mat(&t.as_f32()?[..k * n], k, n, trans_b)))
+        })?)),
+        (None, Some(_)) => Ok(Some(ctx.prepared(1, &tag, || {
+            Err(ctx.err(
+                Status::InternalError,
+                format!("B is held packed for another shape than {k}×{n}"),
+            ))
+        })?)),
+        (None, None) => Ok(None),
+    }
+}
+
+/// Whether `node` reads input `input` only in the packed form [`prepack_weight`] makes when that
+/// input is a float32 matrix weight: B of `Gemm` and `MatMul` (and their fused forms).
+pub fn packs_weight(node: &Node, input: usize) -> bool {
+    let default = node.domain.is_empty() || node.domain == "ai.onnx";
+    let internal = node.domain == super::INTERNAL_DOMAIN;
+    input == 1
+        && match node.op_type.as_str() {
+            "Gemm" | "MatMul" => default,
+            "FusedGemm" | "FusedMatMul" => internal,
+            _ => false,
+        }
+}
+
+/// Packs `weight` (graph value `id`, a float32 matrix) into `cache` as `node`'s builds will ask
+/// for it, ahead of planning (see [`packs_weight`]).
+pub fn prepack_weight(
+    node: &Node,
+    id: ValueId,
+    weight: &Tensor,
+    cache: &WeightCache,
+) -> Result<()> {
+    let trans_b = node.op_type.ends_with("Gemm")
+        && matches!(node.attrs.get("transB"), Some(Attr::Int(t)) if *t != 0);
+    let (rows, cols) = match weight.shape[..] {
+        [rows, cols] => (rows, cols),
+        _ => {
+            return Err(Error::new(
+                Status::InternalError,
+                "only a matrix is prepacked",
+            ))
+        }
+    };
+    let (k, n) = if trans_b { (cols, rows) } else { (rows, cols) };
+    let data = weight.as_f32()?;
+    cache.get_or_make(id, &packed_b_tag(k, n, trans_b), || {
+        Ok(PackedB::new(mat(data, k, n, trans_b)))
+    })?;
+    Ok(())
 }
 
 /// A row-major `rows × cols` matrix, or its transpose when `trans` (stored `cols × rows`).
@@ -204,14 +275,7 @@ fn build_with(ctx: &BuildCtx, activation: Activation) -> Result<Built> {
             }
         }
     };
-    let packed_b = match b.constant {
-        Some(t) => Some(
-            ctx.prepared(1, &format!("gemm-b k{k} n{n} t{trans_b}"), || {
-                Ok(PackedB::new(mat(t.as_f32()?, k, n, trans_b)))
-            })?,
-        ),
-        None => None,
-    };
+    let packed_b = prepacked_b(ctx, &b, (k, n, trans_b))?;
     Ok(Built {
         outputs: vec![(DataType::F32, vec![m, n])],
         kernel: Box::new(GemmKernel {

@@ -1,6 +1,6 @@
 //! `MatMul`: numpy matrix product — 1-D operands promoted, batch dimensions broadcast.
 
-use super::gemm::mat;
+use super::gemm::{mat, prepacked_b};
 use super::util::{broadcast, f32_of, f32_out};
 use super::{BuildCtx, Built, Kernel, OpDef, FLOAT, NUMERIC};
 use crate::error::{Error, Result, Status};
@@ -86,16 +86,13 @@ impl Kernel for MatMulKernel {
 
     fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor]) -> Result<()> {
         let missing = || Error::new(Status::InternalError, "MatMul input missing");
-        let (ta, tb) = (
-            inputs[0].ok_or_else(missing)?,
-            inputs[1].ok_or_else(missing)?,
-        );
+        let ta = inputs[0].ok_or_else(missing)?;
         if ta.dtype() != DataType::F32 {
+            let tb = inputs[1].ok_or_else(missing)?;
             return crate::dispatch_numeric!(ta.dtype(), T => self.generic::<T>(ta, tb, &mut outputs[0]),
                 other => Err(Error::new(Status::UnsupportedDatatype, format!("{other:?}"))));
         }
         let a = f32_of(inputs, 0)?;
-        let b = f32_of(inputs, 1)?;
         let y = f32_out(&mut outputs[0])?;
         let (m, n, k) = (self.m, self.n, self.k);
         let ep = Epilogue {
@@ -103,10 +100,12 @@ impl Kernel for MatMulKernel {
             residual: None,
             activation: self.activation,
         };
+        // A prepacked B (maybe held only packed, when its input is absent) is all that is read.
         if let Some(pb) = &self.packed_b {
             sgemm_packed(1.0, mat(a, m, k, false), pb, 0.0, y, n, &ep);
             return Ok(());
         }
+        let b = f32_of(inputs, 1)?;
         // Small products of many batches (attention heads): one batch per task, each GEMM on
         // one thread; large ones: one after another, each GEMM parallel inside.
         let per_thread = self.batches.len() >= 2
@@ -263,17 +262,13 @@ fn plan(ctx: &BuildCtx) -> Result<(MatMulKernel, Vec<usize>)> {
     } else {
         (m, batches)
     };
-    let packed_b = match b.constant {
-        Some(t)
-            if a.dtype == DataType::F32
-                && batches.len() == 1
-                && (a.shape.len() <= 2 || b_batch.iter().product::<usize>() == 1) =>
-        {
-            Some(ctx.prepared(1, &format!("matmul-b k{k} n{n}"), || {
-                Ok(PackedB::new(mat(&t.as_f32()?[..k * n], k, n, false)))
-            })?)
-        }
-        _ => None,
+    let shared_b = a.dtype == DataType::F32
+        && batches.len() == 1
+        && (a.shape.len() <= 2 || b_batch.iter().product::<usize>() == 1);
+    let packed_b = if shared_b {
+        prepacked_b(ctx, &b, (k, n, false))?
+    } else {
+        None
     };
     let mut out = batch.clone();
     if a.shape.len() > 1 {

@@ -111,6 +111,7 @@ mod unsqueeze;
 mod where_op;
 
 pub use batch_normalization::fold as fold_batch_norm;
+pub use gemm::{packs_weight, prepack_weight};
 pub use util::{BuildCtx, InputInfo};
 
 /// Domain of the operators this backend creates itself when it fuses nodes.
