@@ -224,6 +224,21 @@ fn depthwise_random_shapes() {
         }
         let p = params(1, 3, 11, 20, 3, (3, 3), (1, 1), [1, 1, 1, 1], (2, 1), 3);
         check(isa, p, Activation::Relu, &mut rng);
+        // The AVX-512 3×3 rows compute blocks of four output rows, each input row feeding
+        // every row of the block it reaches: heights around the block size, pads of 0 to 2
+        // above and below (asymmetric), at strides 1 and 2.
+        for st in [1, 2] {
+            for h in [1, 2, 3, 4, 5, 7, 8, 9, 13] {
+                for pad in [[0, 0, 0, 0], [1, 1, 1, 1], [2, 1, 0, 1], [0, 0, 2, 1]] {
+                    let w = [5, 40][h % 2];
+                    if h + pad[0] + pad[2] < 3 || w + pad[1] + pad[3] < 3 {
+                        continue;
+                    }
+                    let p = params(1, 2, h, w, 2, (3, 3), (st, st), pad, (1, 1), 2);
+                    check(isa, p, clip, &mut rng);
+                }
+            }
+        }
     }
 }
 

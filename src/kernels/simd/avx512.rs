@@ -390,9 +390,12 @@ pub(super) unsafe fn depthwise_planes<const S: usize>(
         } else {
             bias.wrapping_add(c)
         };
+        // The 3×3 rows keep `DW_ROWS` rows of accumulators: at most two blocks wide, so that
+        // they, the inputs and the weights fit in the 32 registers.
+        let widest = if dw_3x3_rows::<S>(g) { 2 } else { 4 };
         let mut ox0 = 0;
         while ox0 < g.ow {
-            let blocks = (g.ow - ox0).div_ceil(16);
+            let blocks = (g.ow - ox0).div_ceil(16).min(widest);
             let at = (xc, wc, bc, oc);
             // SAFETY: forwarded contract for planes `c .. c + n`; the blocks written lie in
             // columns `ox0..ow`.
@@ -404,10 +407,15 @@ pub(super) unsafe fn depthwise_planes<const S: usize>(
                     _ => depthwise_blocks::<S, 4>(g, n, at, ox0),
                 }
             }
-            ox0 += 16 * blocks.min(4);
+            ox0 += 16 * blocks;
         }
         c += n;
     }
+}
+
+/// Whether [`depthwise_rows_3x3`] computes the planes of `g` (horizontal stride `S`).
+fn dw_3x3_rows<const S: usize>(g: &DwPlane) -> bool {
+    g.kh == 3 && g.kw == 3 && g.dilation_h == 1 && g.stride_h == S
 }
 
 /// Columns `ox0 .. ox0 + 16·NB` of every row of `planes` planes of [`depthwise_planes`], whose
@@ -438,6 +446,7 @@ unsafe fn depthwise_blocks<const S: usize, const NB: usize>(
     let clamp = g
         .clamp
         .map(|(lo, hi)| (_mm512_set1_ps(lo), _mm512_set1_ps(hi)));
+    let pieces = Dw3Pieces::new::<S>(g, ox0);
     for c in 0..planes {
         // SAFETY: plane `c < planes` of each buffer (contract).
         let (x, w, out, bias) = unsafe {
@@ -452,8 +461,8 @@ unsafe fn depthwise_blocks<const S: usize, const NB: usize>(
         // SAFETY: one plane of the contract's buffers, `ox0 < ow`; a 3×3 filter for the
         // 3×3 rows.
         unsafe {
-            if g.kh == 3 && g.kw == 3 && g.dilation_h == 1 {
-                depthwise_rows_3x3::<S, NB>(g, at, ox0, (&start, &masks), even_idx, clamp)
+            if dw_3x3_rows::<S>(g) {
+                depthwise_rows_3x3::<S, NB>(g, at, ox0, &pieces, clamp)
             } else {
                 depthwise_rows::<S, NB>(g, at, ox0, (&start, &masks), even_idx, clamp)
             }
@@ -516,64 +525,140 @@ unsafe fn dw_inputs<const S: usize>(
     }
 }
 
-/// [`depthwise_rows`] for a 3×3 filter (vertical dilation 1): its nine weights stay in
-/// registers, and each kernel row accumulates into registers of its own, three independent FMA
-/// chains of three taps. The general rows keep even and odd kernel rows apart, chains of six
-/// taps for a 3×3 filter, and reload each weight per row: on planes of one or two 16-column
-/// blocks (MobileNetV2 at 14² and 7²) the FMA latency along those chains bounded them.
+/// Output rows [`depthwise_rows_3x3`] computes together: each input row is loaded once for
+/// every row of the block it feeds (up to three at stride 1), and the block's rows are
+/// independent FMA chains.
+const DW_ROWS: usize = 4;
+
+/// Most 16-float pieces of an input row the 3×3 rows read per column group (`2·4 + 1` for
+/// four blocks at stride 2).
+const DW3_PIECES: usize = 9;
+
+/// Where the 3×3 rows read an input row for the blocks from output column `ox0` on: the
+/// 16-float pieces from column `base = ox0·S − pad_left` on, and each piece's load mask (the
+/// lanes inside the row).
+struct Dw3Pieces {
+    base: isize,
+    masks: [__mmask16; DW3_PIECES],
+}
+
+impl Dw3Pieces {
+    /// The pieces for horizontal stride `S`.
+    fn new<const S: usize>(g: &DwPlane, ox0: usize) -> Self {
+        let base = (ox0 * S) as isize - g.pad_left as isize;
+        Dw3Pieces {
+            base,
+            masks: std::array::from_fn(|t| lane_mask(base + 16 * t as isize, g.in_w)),
+        }
+    }
+}
+
+/// The inputs of the three kernel columns for `NB` 16-column blocks of one input row `row` at
+/// horizontal stride `S` (1 or 2): `v[kx][b]` lane `i` is `row[base + S·(16b + i) + kx]`, zero
+/// outside the row. Each 16-float piece of the row is loaded once (masked to the row), and
+/// the taps are its lanes shifted (`valignd`) or, at stride 2, its even and odd lanes.
 ///
 /// # Safety
-/// As [`depthwise_rows`], with `kh = kw = 3` and `dilation_h = 1`.
+/// The lanes the masks of `p` select, from `row + p.base`, are readable.
 #[target_feature(enable = "avx512f")]
 #[inline]
-#[allow(clippy::type_complexity)]
+unsafe fn dw3_inputs<const S: usize, const NB: usize>(
+    row: *const f32,
+    p: &Dw3Pieces,
+) -> [[__m512; NB]; 3] {
+    // SAFETY: masked-off lanes are not accessed, the others are readable (contract);
+    // `wrapping_offset` keeps the address arithmetic defined.
+    let piece = |t: usize| unsafe {
+        _mm512_maskz_loadu_ps(p.masks[t], row.wrapping_offset(p.base + 16 * t as isize))
+    };
+    let mut v = [[_mm512_setzero_ps(); NB]; 3];
+    if S == 1 {
+        let mut lo = piece(0);
+        for b in 0..NB {
+            let hi = piece(b + 1);
+            v[0][b] = lo;
+            v[1][b] = _mm512_castsi512_ps(_mm512_alignr_epi32::<1>(
+                _mm512_castps_si512(hi),
+                _mm512_castps_si512(lo),
+            ));
+            v[2][b] = _mm512_castsi512_ps(_mm512_alignr_epi32::<2>(
+                _mm512_castps_si512(hi),
+                _mm512_castps_si512(lo),
+            ));
+            lo = hi;
+        }
+    } else {
+        let even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+        let odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+        let mut first = piece(0);
+        for b in 0..NB {
+            let second = piece(2 * b + 1);
+            let next = piece(2 * b + 2);
+            let e = _mm512_permutex2var_ps(first, even, second);
+            v[0][b] = e;
+            v[1][b] = _mm512_permutex2var_ps(first, odd, second);
+            // Lanes 1..16 of the even lanes, then the next piece's first float.
+            v[2][b] = _mm512_castsi512_ps(_mm512_alignr_epi32::<1>(
+                _mm512_castps_si512(next),
+                _mm512_castps_si512(e),
+            ));
+            first = next;
+        }
+    }
+    v
+}
+
+/// [`depthwise_rows`] for a 3×3 filter with equal strides `S` (1 or 2) and vertical dilation 1:
+/// its nine weights stay in registers, and [`DW_ROWS`] output rows are computed together, each
+/// input row loaded once ([`dw3_inputs`]) for all the rows it feeds. One row at a time loaded
+/// each input row three times per kernel column, and its masks and column starts did not fit
+/// in registers beside it (the loop spent more on reloading them than on its FMAs:
+/// `kernel_bench`, 1 thread, 144 channels at 56² 28 → 40–50 GFLOP/s, 576 at 14² 21 → 40–50).
+///
+/// # Safety
+/// As [`depthwise_rows`], with `kh = kw = 3`, `stride_h = S`, `dilation_h = 1`, and `pieces`
+/// made for `g` and `ox0`.
+#[target_feature(enable = "avx512f")]
+#[inline]
 unsafe fn depthwise_rows_3x3<const S: usize, const NB: usize>(
     g: &DwPlane,
     (x, w, bias, out): (*const f32, *const f32, f32, *mut f32),
     ox0: usize,
-    (start, masks): (
-        &[[isize; NB]; DW_MAX_KW],
-        &[[(__mmask16, __mmask16); NB]; DW_MAX_KW],
-    ),
-    even_idx: __m512i,
+    pieces: &Dw3Pieces,
     clamp: Option<(__m512, __m512)>,
 ) {
     // SAFETY: `w` holds the filter's 9 floats (contract).
     let wv: [__m512; 9] = std::array::from_fn(|i| _mm512_set1_ps(unsafe { *w.add(i) }));
-    for oy in 0..g.oh {
-        let mut acc0 = [_mm512_set1_ps(bias); NB];
-        let mut acc1 = [_mm512_setzero_ps(); NB];
-        let mut acc2 = [_mm512_setzero_ps(); NB];
-        // Adds kernel row `ky` into `acc` (skipped when the row falls in the padding); a macro
-        // so that each row's accumulators are named statically (see `depthwise_rows`).
-        macro_rules! kernel_row {
-            ($ky:expr, $acc:ident) => {{
-                let ky: usize = $ky;
-                let iy = (oy * g.stride_h + ky) as isize - g.pad_top as isize;
-                if iy >= 0 && iy < g.in_h as isize {
-                    let row = x.wrapping_add(iy as usize * g.in_w);
-                    for kx in 0..3 {
-                        // SAFETY: loads are masked to the columns `0..in_w` of row
-                        // `iy < in_h` (masked-off lanes are not accessed), so they stay inside
-                        // `x`; `wrapping_offset` keeps the address arithmetic defined.
-                        unsafe {
-                            for b in 0..NB {
-                                let p = row.wrapping_offset(start[kx][b]);
-                                let v = dw_inputs::<S>(p, masks[kx][b], even_idx);
-                                $acc[b] = _mm512_fmadd_ps(wv[ky * 3 + kx], v, $acc[b]);
-                            }
-                        }
+    let mut oy0 = 0;
+    while oy0 < g.oh {
+        let mut acc = [[_mm512_set1_ps(bias); NB]; DW_ROWS];
+        // Input row `top + j` feeds output row `oy0 + r` through kernel row `j - r·S`.
+        let top = (oy0 * S) as isize - g.pad_top as isize;
+        for j in 0..(DW_ROWS - 1) * S + 3 {
+            let iy = top + j as isize;
+            if iy < 0 || iy >= g.in_h as isize {
+                continue;
+            }
+            // SAFETY: the pieces' masks select the columns `0..in_w` of row `iy < in_h`,
+            // inside `x`.
+            let v = unsafe { dw3_inputs::<S, NB>(x.wrapping_add(iy as usize * g.in_w), pieces) };
+            for (r, acc) in acc.iter_mut().enumerate() {
+                let Some(ky) = j.checked_sub(r * S).filter(|&ky| ky < 3) else {
+                    continue;
+                };
+                for (kx, v) in v.iter().enumerate() {
+                    for (a, &v) in acc.iter_mut().zip(v) {
+                        *a = _mm512_fmadd_ps(wv[ky * 3 + kx], v, *a);
                     }
                 }
-            }};
+            }
         }
-        kernel_row!(0, acc0);
-        kernel_row!(1, acc1);
-        kernel_row!(2, acc2);
-        let sums: [__m512; NB] =
-            std::array::from_fn(|b| _mm512_add_ps(_mm512_add_ps(acc0[b], acc1[b]), acc2[b]));
-        // SAFETY: row `oy < oh` of the plane's output, `ox0 < ow` (contract).
-        unsafe { store_dw_row(g, out, (oy, ox0), sums, clamp) };
+        // Rows past the plane's end (the last block) were computed but are not stored.
+        for (r, &sums) in acc.iter().enumerate().take(g.oh - oy0) {
+            // SAFETY: row `oy0 + r < oh` of the plane's output, `ox0 < ow` (contract).
+            unsafe { store_dw_row(g, out, (oy0 + r, ox0), sums, clamp) };
+        }
+        oy0 += DW_ROWS;
     }
 }
 
