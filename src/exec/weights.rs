@@ -64,23 +64,23 @@ pub fn pack_gemm_weights(graph: &mut Graph, cache: &WeightCache) -> Result<()> {
             }
         }
     }
-    for id in 0..graph.values.len() {
+    for (id, uses) in uses.iter().enumerate() {
         let Some(weight) = &graph.values[id].constant else {
             continue;
         };
         let packable = weight.dtype() == DataType::F32
             && weight.shape.len() == 2
-            && !uses[id].is_empty()
+            && !uses.is_empty()
             && !graph.outputs.contains(&id)
             // Shared with a subgraph: dropping this reference would free nothing.
             && Arc::strong_count(weight) == 1
-            && uses[id]
+            && uses
                 .iter()
                 .all(|&(at, input)| crate::ops::packs_weight(&graph.nodes[at], input));
         if !packable {
             continue;
         }
-        for &(at, _) in &uses[id] {
+        for &(at, _) in uses {
             crate::ops::prepack_weight(&graph.nodes[at], id, weight, cache)?;
         }
         let shape = weight.shape.clone();

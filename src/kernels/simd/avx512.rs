@@ -572,16 +572,17 @@ unsafe fn dw3_inputs<const S: usize, const NB: usize>(
         _mm512_maskz_loadu_ps(p.masks[t], row.wrapping_offset(p.base + 16 * t as isize))
     };
     let mut v = [[_mm512_setzero_ps(); NB]; 3];
+    let [v0, v1, v2] = &mut v;
     if S == 1 {
         let mut lo = piece(0);
-        for b in 0..NB {
+        for (b, ((v0, v1), v2)) in v0.iter_mut().zip(v1).zip(v2).enumerate() {
             let hi = piece(b + 1);
-            v[0][b] = lo;
-            v[1][b] = _mm512_castsi512_ps(_mm512_alignr_epi32::<1>(
+            *v0 = lo;
+            *v1 = _mm512_castsi512_ps(_mm512_alignr_epi32::<1>(
                 _mm512_castps_si512(hi),
                 _mm512_castps_si512(lo),
             ));
-            v[2][b] = _mm512_castsi512_ps(_mm512_alignr_epi32::<2>(
+            *v2 = _mm512_castsi512_ps(_mm512_alignr_epi32::<2>(
                 _mm512_castps_si512(hi),
                 _mm512_castps_si512(lo),
             ));
@@ -591,14 +592,14 @@ unsafe fn dw3_inputs<const S: usize, const NB: usize>(
         let even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
         let odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
         let mut first = piece(0);
-        for b in 0..NB {
+        for (b, ((v0, v1), v2)) in v0.iter_mut().zip(v1).zip(v2).enumerate() {
             let second = piece(2 * b + 1);
             let next = piece(2 * b + 2);
             let e = _mm512_permutex2var_ps(first, even, second);
-            v[0][b] = e;
-            v[1][b] = _mm512_permutex2var_ps(first, odd, second);
+            *v0 = e;
+            *v1 = _mm512_permutex2var_ps(first, odd, second);
             // Lanes 1..16 of the even lanes, then the next piece's first float.
-            v[2][b] = _mm512_castsi512_ps(_mm512_alignr_epi32::<1>(
+            *v2 = _mm512_castsi512_ps(_mm512_alignr_epi32::<1>(
                 _mm512_castps_si512(next),
                 _mm512_castps_si512(e),
             ));
