@@ -330,6 +330,52 @@ g (float[N, 8] x, int64[2] s) => (float[N, 4] y, float[N, 8] t, float[?, ?] z, f
     );
 }
 
+/// A weight keeps its data where handing it to the packed form would lose something: a MatMul
+/// of two weights (the planner folds it, which needs both) and an empty weight, even one with a
+/// dimension of 2^62 (its packing would loop over that many rows; the model is refused at once
+/// for its mismatched inner dimension instead).
+#[test]
+fn weights_keep_their_data_where_packing_would_lose_it() {
+    let a = values(2 * 8, 51);
+    let w = values(8 * 4, 52);
+    let text = format!(
+        r#"<ir_version: 8, opset_import: ["" : 17]>
+g (float[2, 4] x) => (float[2, 4] y)
+<{}, {}>
+{{
+  [f] c = MatMul(a, w)
+  [s] y = Add(c, x)
+}}"#,
+        initializer("a", &[2, 8], &a),
+        initializer("w", &[8, 4], &w),
+    );
+    let exe = compile_ok(&text);
+    let w_value = exe.graph().values.iter().find(|v| v.name == "w").unwrap();
+    assert!(w_value.constant.is_some() && w_value.packed_only.is_none());
+    let x = values(2 * 4, 53);
+    let out = run_ok(&exe, vec![f32t(&[2, 4], &x)]);
+    let want: Vec<f32> = matmul(&a, &w, 2, 8, 4)
+        .iter()
+        .zip(&x)
+        .map(|(c, x)| c + x)
+        .collect();
+    assert_close(&out[0], &[2, 4], &want, 1e-5, 1e-5, "folded MatMul + x");
+
+    let huge = 1usize << 62;
+    let text = format!(
+        r#"<ir_version: 8, opset_import: ["" : 17]>
+g (float[1, 3] x) => (float[1, 0] y)
+<float[{huge}, 0] e = {{}}>
+{{
+  [m] y = MatMul(x, e)
+}}"#
+    );
+    let Err(e) = common::compile(&text) else {
+        panic!("a MatMul of [1, 3] by [2^62, 0] loaded");
+    };
+    assert_eq!(e.status, Status::InvalidModel, "{}", e.message);
+}
+
 /// A Reshape whose target is a graph input: the node is built during the run from the target's
 /// contents, on one plan, and an impossible target fails that run alone.
 #[test]

@@ -54,14 +54,23 @@ impl WeightCache {
 /// packs it into `cache` as each consumer's build will ask for it, then drops its data from the
 /// graph (`ValueInfo::packed_only`). One weight at a time, so loading never holds more than the
 /// weights and one packed copy (a transformer's weights would otherwise be resident twice).
-/// A weight a graph output, a subgraph or another operator also reads keeps its data.
+/// A weight a graph output, a subgraph or another operator also reads keeps its data, as does
+/// an empty one, and one whose consumer reads no graph input (the planner folds that product,
+/// which needs B's data).
 pub fn pack_gemm_weights(graph: &mut Graph, cache: &WeightCache) -> Result<()> {
     let mut uses: Vec<Vec<(usize, usize)>> = vec![Vec::new(); graph.values.len()];
+    // Whether a value is known without any graph input (a weight, or computed from weights
+    // only): what the planner folds.
+    let mut fixed: Vec<bool> = graph.values.iter().map(|v| v.constant.is_some()).collect();
     for (at, node) in graph.nodes.iter().enumerate() {
         for (input, id) in node.inputs.iter().enumerate() {
             if let Some(id) = id {
                 uses[*id].push((at, input));
             }
+        }
+        let from_weights = node.inputs.iter().flatten().all(|&id| fixed[id]);
+        for &id in node.outputs.iter().flatten() {
+            fixed[id] = from_weights;
         }
     }
     for (id, uses) in uses.iter().enumerate() {
@@ -71,12 +80,15 @@ pub fn pack_gemm_weights(graph: &mut Graph, cache: &WeightCache) -> Result<()> {
         let packable = weight.dtype() == DataType::F32
             && weight.shape.len() == 2
             && !uses.is_empty()
+            && !weight.data.is_empty()
             && !graph.outputs.contains(&id)
             // Shared with a subgraph: dropping this reference would free nothing.
             && Arc::strong_count(weight) == 1
-            && uses
-                .iter()
-                .all(|&(at, input)| crate::ops::packs_weight(&graph.nodes[at], input));
+            && uses.iter().all(|&(at, input)| {
+                let node = &graph.nodes[at];
+                crate::ops::packs_weight(node, input)
+                    && !node.inputs.iter().flatten().all(|&i| fixed[i])
+            });
         if !packable {
             continue;
         }

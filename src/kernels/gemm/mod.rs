@@ -265,7 +265,9 @@ impl PackedB {
         let n_pad = b.cols.div_ceil(nr) * nr;
         let mut data = vec![0.0; n_pad * b.rows];
         let kcb = kc_block(isa);
-        for k0 in (0..b.rows).step_by(kcb) {
+        // An empty B packs to nothing, however many rows it has (no loop over 2^62 of them).
+        let rows = if n_pad == 0 { 0 } else { b.rows };
+        for k0 in (0..rows).step_by(kcb) {
             let kc = kcb.min(b.rows - k0);
             pack_b(
                 isa,

@@ -377,6 +377,11 @@ pub(super) unsafe fn depthwise_planes<const S: usize>(
     out: *mut f32,
 ) {
     let (in_len, out_len, w_len) = (g.in_h * g.in_w, g.oh * g.ow, g.kh * g.kw);
+    // The 3×3 rows keep `DW_ROWS` rows of accumulators: at most two blocks wide, so that
+    // they, the inputs and the weights fit in the 32 registers.
+    let widest = if dw_3x3_rows::<S>(g) { 2 } else { 4 };
+    // Planes at most 64 wide: each column group's setup is made once for all the planes (at
+    // 56², plane by plane through both of the 3×3 rows' groups measured no faster).
     let one_group = g.ow <= 64;
     let groups_of = |c: usize| if one_group { planes - c } else { 1 };
     let mut c = 0;
@@ -390,9 +395,6 @@ pub(super) unsafe fn depthwise_planes<const S: usize>(
         } else {
             bias.wrapping_add(c)
         };
-        // The 3×3 rows keep `DW_ROWS` rows of accumulators: at most two blocks wide, so that
-        // they, the inputs and the weights fit in the 32 registers.
-        let widest = if dw_3x3_rows::<S>(g) { 2 } else { 4 };
         let mut ox0 = 0;
         while ox0 < g.ow {
             let blocks = (g.ow - ox0).div_ceil(16).min(widest);
