@@ -90,7 +90,7 @@ impl Executable {
         let mut inputs = inputs;
         let plan = self.plan_for(&inputs)?;
         let mut outputs = Vec::with_capacity(self.outputs.len());
-        self.run_plan(&plan, &mut inputs, &mut outputs)?;
+        self.run_plan(&plan, (&mut inputs, &mut []), &mut outputs)?;
         Ok(outputs)
     }
 
@@ -323,6 +323,20 @@ impl Executable {
     /// With [`Executable::input_storage`] and [`Executable::recycle`], a warmed-up stream of
     /// runs on the same shapes allocates nothing in the engine.
     pub fn run_into(&self, inputs: &mut Vec<Tensor>, outputs: &mut Vec<Tensor>) -> Result<()> {
+        self.run_in_place(inputs, &mut [], outputs)
+    }
+
+    /// [`Executable::run_into`] that may compute graph outputs straight into given storage:
+    /// `in_place` is empty or holds, per graph output, a tensor of the output's expected type
+    /// and shape (over a caller's buffer, see [`crate::ir::CallerF32`]). An output computed
+    /// there is appended to `outputs` as that same tensor; the storage of the others is not
+    /// written.
+    pub fn run_in_place(
+        &self,
+        inputs: &mut Vec<Tensor>,
+        in_place: &mut [Option<Tensor>],
+        outputs: &mut Vec<Tensor>,
+    ) -> Result<()> {
         if inputs.len() != self.inputs.len() {
             return Err(Error::new(Status::InternalError, "wrong number of inputs"));
         }
@@ -341,7 +355,7 @@ impl Executable {
         }
         self.check_input_shapes(inputs.iter().map(|t| t.shape.as_slice()))?;
         let plan = self.plan_for(inputs)?;
-        self.run_plan(&plan, inputs, outputs)
+        self.run_plan(&plan, (inputs, in_place), outputs)
     }
 
     /// Storage for a run's input of `len` elements of `dtype`: a free buffer of the graph's
@@ -388,7 +402,7 @@ impl Executable {
     fn run_plan(
         &self,
         plan: &Plan,
-        inputs: &mut Vec<Tensor>,
+        inputs: (&mut Vec<Tensor>, &mut [Option<Tensor>]),
         outputs: &mut Vec<Tensor>,
     ) -> Result<()> {
         let mut scratch =

@@ -120,10 +120,16 @@ impl RunScratch {
 
 /// Runs `plan` on the graph inputs (in plan order, drained from `inputs`) and appends the graph
 /// outputs to `outputs`; `scratch` holds what runs reuse.
+///
+/// `in_place` is empty, or holds per graph output (in plan order) the storage it may be
+/// computed into: a tensor of its final type and shape over the caller's buffer. The step
+/// that computes the output writes there directly when its kernel writes into storage it is
+/// given and the output's type and shape match; the output is then appended as that tensor.
+/// Unused entries are left as they are.
 pub fn run(
     env: &BuildEnv,
     plan: &Plan,
-    inputs: &mut Vec<Tensor>,
+    (inputs, in_place): (&mut Vec<Tensor>, &mut [Option<Tensor>]),
     outputs: &mut Vec<Tensor>,
     scratch: &mut RunScratch,
 ) -> Result<()> {
@@ -134,7 +140,7 @@ pub fn run(
     let result = run_steps(
         env,
         plan,
-        inputs,
+        (inputs, in_place),
         outputs,
         scratch,
         (&mut values, &mut outs),
@@ -156,7 +162,7 @@ pub fn run(
 fn run_steps(
     env: &BuildEnv,
     plan: &Plan,
-    inputs: &mut Vec<Tensor>,
+    (inputs, in_place): (&mut Vec<Tensor>, &mut [Option<Tensor>]),
     result: &mut Vec<Tensor>,
     scratch: &mut RunScratch,
     (values, outs): (&mut [Option<Value>], &mut Vec<Tensor>),
@@ -219,6 +225,14 @@ fn run_steps(
                         _ => return Err(internal("output without a type")),
                     },
                 };
+                if let Some(t) = take_in_place(plan, in_place, *id, dtype, dims) {
+                    let mut t = t;
+                    if zeroed {
+                        t.data.reset(t.len())?;
+                    }
+                    outs.push(t);
+                    continue;
+                }
                 let len = dims.iter().product();
                 let shape = scratch.shape(dims);
                 outs.push(Tensor {
@@ -251,6 +265,30 @@ fn run_steps(
         result.push(t);
     }
     Ok(())
+}
+
+/// The caller's storage for value `id` when it is a graph output given storage in `in_place`
+/// of exactly type `dtype` and shape `dims` (taken out of `in_place`); else `None`.
+fn take_in_place(
+    plan: &Plan,
+    in_place: &mut [Option<Tensor>],
+    id: usize,
+    dtype: DataType,
+    dims: &[usize],
+) -> Option<Tensor> {
+    if in_place.is_empty() {
+        return None;
+    }
+    let j = plan.outputs.iter().position(|&o| o == id)?;
+    let slot = in_place.get_mut(j)?;
+    if slot
+        .as_ref()
+        .is_some_and(|t| t.dtype() == dtype && t.shape == dims)
+    {
+        slot.take()
+    } else {
+        None
+    }
 }
 
 /// Runs one step's kernel, timed and traced when profiling or tracing is on.

@@ -4,7 +4,10 @@
 
 use super::guard;
 use super::handles::Registry;
-use super::io::{read_descriptors, read_tensor, write_tensor, Described};
+use super::io::{
+    caller_input, caller_output, in_place, read_descriptors, read_tensor, write_tensor,
+    written_in_place, Described,
+};
 use super::trace_list::TraceSink;
 use super::types::*;
 use crate::backend::{Backend, Settings};
@@ -695,28 +698,58 @@ fn execute(g: &Graph, binding: &Binding, fence: Option<Outcome>, record: bool) -
     let started = std::time::Instant::now();
     let run_span = crate::trace::span("run", "run");
     let copy_in = crate::trace::span("io", "copy inputs");
+    let (inputs_in_place, outputs_in_place) = in_place(&binding.inputs, &binding.outputs);
     let mut inputs: Vec<Tensor> = Vec::with_capacity(binding.inputs.len());
-    for b in &binding.inputs {
-        let storage = g.exe.input_storage(b.dtype, b.shape.iter().product())?;
-        // SAFETY: the caller keeps bound buffers alive and ready once the input fence fires.
-        inputs.push(unsafe { read_tensor(b, storage) }?);
+    for (b, &direct) in binding.inputs.iter().zip(&inputs_in_place) {
+        inputs.push(if direct {
+            // SAFETY: `in_place` checked the alignment and that no other bound buffer overlaps
+            // this one; the caller keeps bound buffers alive and ready from the input fence to
+            // the output fence, and `inputs` (drained by the run) is dropped before this
+            // function returns, i.e. before the output fence is signalled.
+            unsafe { caller_input(b) }?
+        } else {
+            let storage = g.exe.input_storage(b.dtype, b.shape.iter().product())?;
+            // SAFETY: the caller keeps bound buffers alive and ready once the input fence fires.
+            unsafe { read_tensor(b, storage) }?
+        });
+    }
+    let mut in_place_outputs: Vec<Option<Tensor>> = Vec::with_capacity(binding.outputs.len());
+    for (b, &direct) in binding.outputs.iter().zip(&outputs_in_place) {
+        // SAFETY: `in_place` checked the alignment and that no other bound buffer overlaps this
+        // one; the buffer is the caller's, reserved for this run, and every tensor over it
+        // (unused ones in `in_place_outputs`, used ones among the outputs) is dropped before
+        // this function returns.
+        in_place_outputs.push(if direct {
+            Some(unsafe { caller_output(b) }?)
+        } else {
+            None
+        });
     }
     drop(copy_in);
     // The steps run on a thread of the backend's pool: record them there and keep them with
     // this run's events.
-    let (outputs, steps) = g.backend.pool.install(|| {
+    let mut outputs = Vec::with_capacity(binding.outputs.len());
+    let (result, steps) = g.backend.pool.install(|| {
         crate::sync::hot::with_hot_workers(|| {
+            let mut run = || {
+                g.exe
+                    .run_in_place(&mut inputs, &mut in_place_outputs, &mut outputs)
+            };
             if record {
-                crate::trace::record_run(|| g.exe.run(inputs))
+                crate::trace::record_run(run)
             } else {
-                (g.exe.run(inputs), Vec::new())
+                (run(), Vec::new())
             }
         })
     });
     crate::trace::adopt(steps);
-    let outputs = outputs?;
+    drop(in_place_outputs);
+    result?;
     let copy_out = crate::trace::span("io", "copy outputs");
     for ((t, b), spec) in outputs.iter().zip(&binding.outputs).zip(g.exe.outputs()) {
+        if written_in_place(t, b) {
+            continue;
+        }
         // SAFETY: bound output buffers are the caller's, reserved for this run.
         unsafe { write_tensor(&spec.name, t, b) }?;
     }

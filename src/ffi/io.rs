@@ -1,10 +1,11 @@
-//! Reading the caller's tensor descriptors, and copying tensors between the caller's buffers
-//! and the engine.
+//! Reading the caller's tensor descriptors, and moving tensors between the caller's buffers and
+//! the engine: float32 buffers that overlap no other binding are used in place for a run, the
+//! others are copied in and out.
 
 use super::types::*;
 use crate::error::{Error, Result, Status};
 use crate::graph::BoundTensor;
-use crate::ir::{DataType, Tensor, TensorData};
+use crate::ir::{CallerF32, DataType, Tensor, TensorData};
 use std::ffi::CStr;
 
 /// Longest accepted rank of a described tensor.
@@ -233,4 +234,66 @@ pub unsafe fn write_tensor(name: &str, t: &Tensor, b: &BoundTensor) -> Result<()
     let bytes = unsafe { std::slice::from_raw_parts_mut(b.addr as usize as *mut u8, b.byte_len()) };
     t.data.write_le_bytes(bytes);
     Ok(())
+}
+
+/// The most bound buffers (inputs and outputs together) for which a run looks for overlaps to
+/// use buffers in place; a graph with more copies them all.
+const MAX_IN_PLACE: usize = 64;
+
+/// Which bound buffers a run uses in place (see [`caller_input`] and [`caller_output`]):
+/// float32 buffers aligned for floats whose bytes overlap no other bound buffer (so an output
+/// written in place is never read or written through another binding). Returns one flag per
+/// input and one per output.
+pub fn in_place(inputs: &[BoundTensor], outputs: &[BoundTensor]) -> (Vec<bool>, Vec<bool>) {
+    let all: Vec<&BoundTensor> = inputs.iter().chain(outputs).collect();
+    let range = |b: &BoundTensor| (b.addr as usize, b.addr as usize + b.byte_len());
+    let usable = |i: usize| {
+        let b = all[i];
+        let (start, end) = range(b);
+        b.dtype == DataType::F32
+            && all.len() <= MAX_IN_PLACE
+            && start % std::mem::align_of::<f32>() == 0
+            && all.iter().enumerate().all(|(j, o)| {
+                let (s, e) = range(o);
+                j == i || e <= start || end <= s
+            })
+    };
+    let flags: Vec<bool> = (0..all.len()).map(usable).collect();
+    let (ins, outs) = flags.split_at(inputs.len());
+    (ins.to_vec(), outs.to_vec())
+}
+
+/// A bound float32 input read in place for the length of one run.
+///
+/// # Safety
+/// `b.addr` is aligned for `f32` and points to `b.byte_len()` readable bytes that stay valid
+/// and unwritten while the returned tensor lives; the tensor must be dropped before the run
+/// that uses it ends (the caller's buffers are guaranteed only until the output fence).
+pub unsafe fn caller_input(b: &BoundTensor) -> Result<Tensor> {
+    let len = b.shape.iter().product::<usize>();
+    // SAFETY: as stated for this function: aligned, readable for `len` floats, and the
+    // `'static` lifetime is not relied on past the run (the tensor is dropped before it ends,
+    // and `CallerF32` never hands the slice out beyond a borrow of itself).
+    let elems: &'static [f32] = unsafe { std::slice::from_raw_parts(b.addr as usize as _, len) };
+    Tensor::new(b.shape.clone(), TensorData::Caller(CallerF32::read(elems)))
+}
+
+/// A bound float32 output written in place during one run.
+///
+/// # Safety
+/// `b.addr` is aligned for `f32` and points to `b.byte_len()` writable bytes that nothing else
+/// reads or writes while the returned tensor lives (no other bound buffer overlaps them, see
+/// [`in_place`]); the tensor must be dropped before the run that uses it ends.
+pub unsafe fn caller_output(b: &BoundTensor) -> Result<Tensor> {
+    let len = b.shape.iter().product::<usize>();
+    // SAFETY: as stated for this function: aligned, writable and unaliased for `len` floats
+    // during the run, and the `'static` lifetime is not relied on past it (see `caller_input`).
+    let elems: &'static mut [f32] =
+        unsafe { std::slice::from_raw_parts_mut(b.addr as usize as _, len) };
+    Tensor::new(b.shape.clone(), TensorData::Caller(CallerF32::write(elems)))
+}
+
+/// Whether `t` was computed in place into the buffer of `b` (nothing to copy).
+pub fn written_in_place(t: &Tensor, b: &BoundTensor) -> bool {
+    matches!(&t.data, TensorData::Caller(c) if c.addr() == b.addr as usize) && t.shape == b.shape
 }

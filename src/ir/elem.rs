@@ -41,6 +41,18 @@ pub trait Elem:
     fn from_i128(v: i128) -> Self;
 }
 
+/// The elements of a caller's buffer (float32) as the type of variant `F32`; none for the
+/// other element types.
+macro_rules! caller_view {
+    (F32, $c:ident, $elems:expr) => {
+        $elems
+    };
+    ($other:ident, $c:ident, $elems:expr) => {{
+        let _ = $c;
+        None
+    }};
+}
+
 macro_rules! impl_elem {
     ($variant:ident, $t:ty, $size:expr, $to:expr, $from:expr, $read:expr, $write:expr,
      $to_int:expr, $from_int:expr) => {
@@ -74,12 +86,14 @@ macro_rules! impl_elem {
             fn slice(data: &TensorData) -> Option<&[Self]> {
                 match data {
                     TensorData::$variant(v) => Some(v),
+                    TensorData::Caller(c) => caller_view!($variant, c, Some(c.as_slice())),
                     _ => None,
                 }
             }
             fn slice_mut(data: &mut TensorData) -> Option<&mut [Self]> {
                 match data {
                     TensorData::$variant(v) => Some(v),
+                    TensorData::Caller(c) => caller_view!($variant, c, c.as_mut_slice()),
                     _ => None,
                 }
             }

@@ -2,12 +2,14 @@
 //! a `ModelProto` (plus weights passed beside it).
 #![forbid(unsafe_code)]
 
+mod caller;
 mod elem;
 pub mod import;
 pub mod narrow;
 mod tensor;
 mod value;
 
+pub use caller::CallerF32;
 pub use elem::Elem;
 pub use import::Outer;
 pub use import::{import, Weight};

@@ -1,5 +1,6 @@
 //! Element types and dense tensors.
 
+use super::caller::CallerF32;
 use super::elem::Elem;
 use super::narrow;
 use crate::error::{Error, Result, Status};
@@ -236,8 +237,9 @@ impl DataType {
 /// Generates [`TensorData`] and its per-variant methods from one list of (variant, Rust type).
 macro_rules! tensor_data {
     ($($variant:ident $t:ty),+) => {
-        /// Typed element storage: one vector per stored ONNX element type.
-        #[derive(Clone, Debug, PartialEq)]
+        /// Typed element storage: one vector per stored ONNX element type, or floats in a
+        /// caller's buffer bound for one run.
+        #[derive(Debug, PartialEq)]
         pub enum TensorData {
             $(
                 #[doc = concat!("Elements of type `", stringify!($t), "`.")]
@@ -245,6 +247,21 @@ macro_rules! tensor_data {
             )+
             /// Strings (ONNX stores bytes; text that is not UTF-8 is decoded lossily).
             String(Vec<String>),
+            /// Float elements in a caller's buffer, used in place during one run (see
+            /// [`CallerF32`]); of type float32 like [`TensorData::F32`].
+            Caller(CallerF32),
+        }
+
+        /// A copy in storage of its own: a caller's buffer is copied into a vector, so that no
+        /// clone refers to it.
+        impl Clone for TensorData {
+            fn clone(&self) -> TensorData {
+                match self {
+                    $(TensorData::$variant(v) => TensorData::$variant(v.clone()),)+
+                    TensorData::String(v) => TensorData::String(v.clone()),
+                    TensorData::Caller(c) => TensorData::F32(c.as_slice().to_vec()),
+                }
+            }
         }
 
         impl TensorData {
@@ -253,6 +270,7 @@ macro_rules! tensor_data {
                 match self {
                     $(TensorData::$variant(_) => DataType::$variant,)+
                     TensorData::String(_) => DataType::String,
+                    TensorData::Caller(_) => DataType::F32,
                 }
             }
 
@@ -261,14 +279,17 @@ macro_rules! tensor_data {
                 match self {
                     $(TensorData::$variant(v) => v.len(),)+
                     TensorData::String(v) => v.len(),
+                    TensorData::Caller(c) => c.len(),
                 }
             }
 
-            /// Number of elements the storage holds without reallocating.
+            /// Number of elements the storage holds without reallocating (0 for a caller's
+            /// buffer, which is never kept for reuse).
             pub fn capacity(&self) -> usize {
                 match self {
                     $(TensorData::$variant(v) => v.capacity(),)+
                     TensorData::String(v) => v.capacity(),
+                    TensorData::Caller(_) => 0,
                 }
             }
 
@@ -288,6 +309,7 @@ macro_rules! tensor_data {
                 match self {
                     $(TensorData::$variant(v) => refill(v, len),)+
                     TensorData::String(v) => refill(v, len),
+                    TensorData::Caller(c) => caller_fill(c, len, true),
                 }
             }
 
@@ -298,15 +320,31 @@ macro_rules! tensor_data {
                 match self {
                     $(TensorData::$variant(v) => resize_stale(v, len),)+
                     TensorData::String(v) => resize_stale(v, len),
+                    TensorData::Caller(c) => caller_fill(c, len, false),
                 }
             }
 
             /// Makes this storage a copy of `src`, in its own allocation when that is large
             /// enough and of the same type.
             pub fn copy_from(&mut self, src: &TensorData) {
+                if let TensorData::Caller(d) = self {
+                    // Written in place when it fits; otherwise the copy gets storage of its own.
+                    if let (Some(d), Some(s)) = (d.as_mut_slice(), f32::slice(src)) {
+                        if d.len() == s.len() {
+                            d.copy_from_slice(s);
+                            return;
+                        }
+                    }
+                    *self = src.clone();
+                    return;
+                }
                 match (self, src) {
                     $((TensorData::$variant(d), TensorData::$variant(s)) => d.clone_from(s),)+
                     (TensorData::String(d), TensorData::String(s)) => d.clone_from(s),
+                    (TensorData::F32(d), TensorData::Caller(s)) => {
+                        d.clear();
+                        d.extend_from_slice(s.as_slice());
+                    }
                     (d, s) => *d = s.clone(),
                 }
             }
@@ -328,6 +366,10 @@ macro_rules! tensor_data {
                 match self {
                     $(TensorData::$variant(v) => decode_le_into::<$t>(v, bytes, len),)+
                     TensorData::String(_) => Err(unsupported_type(DataType::String)),
+                    TensorData::Caller(_) => {
+                        *self = TensorData::from_le_bytes(DataType::F32, bytes, len)?;
+                        Ok(())
+                    }
                 }
             }
 
@@ -338,6 +380,7 @@ macro_rules! tensor_data {
                 match self {
                     $(TensorData::$variant(v) => encode_le(v, out),)+
                     TensorData::String(_) => {}
+                    TensorData::Caller(c) => encode_le(c.as_slice(), out),
                 }
             }
         }
@@ -372,6 +415,23 @@ pub fn try_filled<T: Clone + Default>(len: usize) -> Result<Vec<T>> {
     v.try_reserve_exact(len).map_err(|_| out_of_memory(len))?;
     v.resize(len, T::default());
     Ok(v)
+}
+
+/// [`TensorData::reset`] (zeroed) or [`TensorData::resize_stale`] of a caller's buffer, whose
+/// length is fixed: only the same length fits, and only an output's buffer can be zeroed.
+fn caller_fill(c: &mut CallerF32, len: usize, zeroed: bool) -> Result<()> {
+    if c.len() != len {
+        return Err(Error::new(
+            Status::InternalError,
+            format!("a bound buffer of {} elements cannot hold {len}", c.len()),
+        ));
+    }
+    if zeroed {
+        c.as_mut_slice()
+            .ok_or_else(|| Error::new(Status::InternalError, "an input buffer is never written"))?
+            .fill(0.0);
+    }
+    Ok(())
 }
 
 fn refill<T: Clone + Default>(v: &mut Vec<T>, len: usize) -> Result<()> {
