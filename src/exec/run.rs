@@ -5,7 +5,7 @@
 
 use super::plan::{BuildEnv, Known, Plan, StepKernel};
 use crate::error::{Error, Result, Status};
-use crate::ir::{DataType, Tensor, TensorData, Value};
+use crate::ir::{DataType, PooledF32, Tensor, TensorData, Value};
 
 /// An output's element type and shape.
 type OutputType = (DataType, Vec<usize>);
@@ -30,11 +30,16 @@ pub struct BufferPool {
 impl BufferPool {
     /// Storage of `len` elements of `dtype`: the best-fitting free buffer of that type, or a
     /// fresh (fallible) allocation. Zero-filled when `zeroed`; otherwise recycled storage keeps
-    /// stale values (for kernels that overwrite every element).
+    /// stale values (for kernels that overwrite every element). Recycled float storage is
+    /// handed out as [`TensorData::Pooled`], which keeps the whole buffer, so that serving a
+    /// smaller tensor does not make the next larger one write its elements twice.
     pub fn take(&mut self, dtype: DataType, len: usize, zeroed: bool) -> Result<TensorData> {
         match self.best_fit(dtype, len) {
             Some(i) => {
-                let mut data = self.free.swap_remove(i);
+                let mut data = match self.free.swap_remove(i) {
+                    TensorData::F32(v) => TensorData::Pooled(PooledF32::new(v, 0)?),
+                    other => other,
+                };
                 if zeroed {
                     data.reset(len)?;
                 } else {
@@ -253,7 +258,7 @@ fn run_steps(
     }
     let base = result.len();
     for (i, &id) in plan.outputs.iter().enumerate() {
-        let t = if let Some(j) = plan.outputs[..i].iter().position(|&o| o == id) {
+        let mut t = if let Some(j) = plan.outputs[..i].iter().position(|&o| o == id) {
             result[base + j].clone()
         } else if let Some(v) = values[id].take() {
             v.into_tensor()?
@@ -262,6 +267,10 @@ fn run_steps(
         } else {
             return Err(internal("an output was not computed"));
         };
+        // Tensors leave a run in storage of their exact length (the buffer, shortened).
+        if let TensorData::Pooled(p) = t.data {
+            t.data = TensorData::F32(p.into_vec());
+        }
         result.push(t);
     }
     Ok(())

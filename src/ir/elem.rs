@@ -41,8 +41,8 @@ pub trait Elem:
     fn from_i128(v: i128) -> Self;
 }
 
-/// The elements of a caller's buffer (float32) as the type of variant `F32`; none for the
-/// other element types.
+/// The elements of a caller's or a pooled buffer (float32) as the type of variant `F32`; none
+/// for the other element types.
 macro_rules! caller_view {
     (F32, $c:ident, $elems:expr) => {
         $elems
@@ -87,6 +87,7 @@ macro_rules! impl_elem {
                 match data {
                     TensorData::$variant(v) => Some(v),
                     TensorData::Caller(c) => caller_view!($variant, c, Some(c.as_slice())),
+                    TensorData::Pooled(p) => caller_view!($variant, p, Some(p.as_slice())),
                     _ => None,
                 }
             }
@@ -94,6 +95,7 @@ macro_rules! impl_elem {
                 match data {
                     TensorData::$variant(v) => Some(v),
                     TensorData::Caller(c) => caller_view!($variant, c, c.as_mut_slice()),
+                    TensorData::Pooled(p) => caller_view!($variant, p, Some(p.as_mut_slice())),
                     _ => None,
                 }
             }

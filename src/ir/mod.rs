@@ -6,6 +6,7 @@ mod caller;
 mod elem;
 pub mod import;
 pub mod narrow;
+mod pooled;
 mod tensor;
 mod value;
 
@@ -13,6 +14,7 @@ pub use caller::CallerF32;
 pub use elem::Elem;
 pub use import::Outer;
 pub use import::{import, Weight};
+pub use pooled::PooledF32;
 pub use tensor::{numel, try_filled, DataType, Tensor, TensorData};
 pub use value::Value;
 

@@ -3,6 +3,7 @@
 use super::caller::CallerF32;
 use super::elem::Elem;
 use super::narrow;
+use super::pooled::PooledF32;
 use crate::error::{Error, Result, Status};
 use crate::model::onnx::TensorProto;
 
@@ -239,7 +240,7 @@ macro_rules! tensor_data {
     ($($variant:ident $t:ty),+) => {
         /// Typed element storage: one vector per stored ONNX element type, or floats in a
         /// caller's buffer bound for one run.
-        #[derive(Debug, PartialEq)]
+        #[derive(Debug)]
         pub enum TensorData {
             $(
                 #[doc = concat!("Elements of type `", stringify!($t), "`.")]
@@ -250,6 +251,25 @@ macro_rules! tensor_data {
             /// Float elements in a caller's buffer, used in place during one run (see
             /// [`CallerF32`]); of type float32 like [`TensorData::F32`].
             Caller(CallerF32),
+            /// Float elements in a buffer of the run's pool, which may be longer (see
+            /// [`PooledF32`]); of type float32 like [`TensorData::F32`]. Tensors leave a run
+            /// as [`TensorData::F32`].
+            Pooled(PooledF32),
+        }
+
+        /// Equal elements of the same type: the three float32 forms compare by their
+        /// elements.
+        impl PartialEq for TensorData {
+            fn eq(&self, other: &TensorData) -> bool {
+                if let (Some(a), Some(b)) = (f32::slice(self), f32::slice(other)) {
+                    return a == b;
+                }
+                match (self, other) {
+                    $((TensorData::$variant(a), TensorData::$variant(b)) => a == b,)+
+                    (TensorData::String(a), TensorData::String(b)) => a == b,
+                    _ => false,
+                }
+            }
         }
 
         /// A copy in storage of its own: a caller's buffer is copied into a vector, so that no
@@ -260,6 +280,7 @@ macro_rules! tensor_data {
                     $(TensorData::$variant(v) => TensorData::$variant(v.clone()),)+
                     TensorData::String(v) => TensorData::String(v.clone()),
                     TensorData::Caller(c) => TensorData::F32(c.as_slice().to_vec()),
+                    TensorData::Pooled(p) => TensorData::F32(p.as_slice().to_vec()),
                 }
             }
         }
@@ -270,7 +291,7 @@ macro_rules! tensor_data {
                 match self {
                     $(TensorData::$variant(_) => DataType::$variant,)+
                     TensorData::String(_) => DataType::String,
-                    TensorData::Caller(_) => DataType::F32,
+                    TensorData::Caller(_) | TensorData::Pooled(_) => DataType::F32,
                 }
             }
 
@@ -280,6 +301,7 @@ macro_rules! tensor_data {
                     $(TensorData::$variant(v) => v.len(),)+
                     TensorData::String(v) => v.len(),
                     TensorData::Caller(c) => c.len(),
+                    TensorData::Pooled(p) => p.len(),
                 }
             }
 
@@ -290,6 +312,7 @@ macro_rules! tensor_data {
                     $(TensorData::$variant(v) => v.capacity(),)+
                     TensorData::String(v) => v.capacity(),
                     TensorData::Caller(_) => 0,
+                    TensorData::Pooled(p) => p.capacity(),
                 }
             }
 
@@ -310,6 +333,11 @@ macro_rules! tensor_data {
                     $(TensorData::$variant(v) => refill(v, len),)+
                     TensorData::String(v) => refill(v, len),
                     TensorData::Caller(c) => caller_fill(c, len, true),
+                    TensorData::Pooled(p) => {
+                        p.set_len(len)?;
+                        p.as_mut_slice().fill(0.0);
+                        Ok(())
+                    }
                 }
             }
 
@@ -321,12 +349,23 @@ macro_rules! tensor_data {
                     $(TensorData::$variant(v) => resize_stale(v, len),)+
                     TensorData::String(v) => resize_stale(v, len),
                     TensorData::Caller(c) => caller_fill(c, len, false),
+                    TensorData::Pooled(p) => p.set_len(len),
                 }
             }
 
             /// Makes this storage a copy of `src`, in its own allocation when that is large
             /// enough and of the same type.
             pub fn copy_from(&mut self, src: &TensorData) {
+                if let TensorData::Pooled(d) = self {
+                    if let Some(s) = f32::slice(src) {
+                        if d.set_len(s.len()).is_ok() {
+                            d.as_mut_slice().copy_from_slice(s);
+                            return;
+                        }
+                    }
+                    *self = src.clone();
+                    return;
+                }
                 if let TensorData::Caller(d) = self {
                     // Written in place when it fits; otherwise the copy gets storage of its own.
                     if let (Some(d), Some(s)) = (d.as_mut_slice(), f32::slice(src)) {
@@ -342,6 +381,10 @@ macro_rules! tensor_data {
                     $((TensorData::$variant(d), TensorData::$variant(s)) => d.clone_from(s),)+
                     (TensorData::String(d), TensorData::String(s)) => d.clone_from(s),
                     (TensorData::F32(d), TensorData::Caller(s)) => {
+                        d.clear();
+                        d.extend_from_slice(s.as_slice());
+                    }
+                    (TensorData::F32(d), TensorData::Pooled(s)) => {
                         d.clear();
                         d.extend_from_slice(s.as_slice());
                     }
@@ -370,6 +413,19 @@ macro_rules! tensor_data {
                         *self = TensorData::from_le_bytes(DataType::F32, bytes, len)?;
                         Ok(())
                     }
+                    TensorData::Pooled(p) => {
+                        if DataType::F32.byte_len(len) != Some(bytes.len()) {
+                            return Err(Error::new(
+                                Status::InvalidShape,
+                                format!("{} bytes do not hold {len} float elements", bytes.len()),
+                            ));
+                        }
+                        p.set_len(len)?;
+                        for (d, b) in p.as_mut_slice().iter_mut().zip(bytes.chunks_exact(4)) {
+                            *d = f32::from_le(b);
+                        }
+                        Ok(())
+                    }
                 }
             }
 
@@ -381,6 +437,7 @@ macro_rules! tensor_data {
                     $(TensorData::$variant(v) => encode_le(v, out),)+
                     TensorData::String(_) => {}
                     TensorData::Caller(c) => encode_le(c.as_slice(), out),
+                    TensorData::Pooled(p) => encode_le(p.as_slice(), out),
                 }
             }
         }

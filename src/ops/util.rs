@@ -374,6 +374,7 @@ pub fn f32_of<'t>(inputs: &[Option<&'t Tensor>], i: usize) -> Result<&'t [f32]> 
 pub fn f32_out(t: &mut Tensor) -> Result<&mut [f32]> {
     match &mut t.data {
         crate::ir::TensorData::F32(v) => Ok(v),
+        crate::ir::TensorData::Pooled(p) => Ok(p.as_mut_slice()),
         crate::ir::TensorData::Caller(c) => c
             .as_mut_slice()
             .ok_or_else(|| Error::new(Status::InternalError, "an input buffer is never written")),

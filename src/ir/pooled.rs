@@ -1,0 +1,118 @@
+//! Float storage recycled by a run's buffer pool: a buffer kept at the longest length it has
+//! held, of which a tensor uses the first `len` elements.
+//!
+//! A plain `Vec` must be exactly as long as its tensor, and lengthening one that held a smaller
+//! tensor writes every new element (safe Rust hands out no uninitialised memory): recycling
+//! buffers between differently sized values that way zero-filled about 11 MB per MobileNetV2
+//! run, 5% of its time. A pooled buffer only ever grows, once, to the largest tensor it serves.
+
+use crate::error::{Error, Result, Status};
+
+/// A pooled float buffer and the length of the tensor in it (`len ≤ buf.len()`).
+#[derive(Debug)]
+pub struct PooledF32 {
+    buf: Vec<f32>,
+    len: usize,
+}
+
+impl PooledF32 {
+    /// The first `len` elements of `buf`, lengthened first when it is shorter (the new
+    /// elements zero; fallible like any allocation of the engine).
+    pub fn new(buf: Vec<f32>, len: usize) -> Result<PooledF32> {
+        let mut p = PooledF32 { buf, len: 0 };
+        p.set_len(len)?;
+        Ok(p)
+    }
+
+    /// Makes the tensor `len` elements long; the elements kept from earlier uses are stale.
+    pub fn set_len(&mut self, len: usize) -> Result<()> {
+        if len > self.buf.len() {
+            self.buf
+                .try_reserve_exact(len - self.buf.len())
+                .map_err(|_| {
+                    Error::new(
+                        Status::NoSystemMemory,
+                        format!("cannot allocate {len} float elements"),
+                    )
+                })?;
+            self.buf.resize(len, 0.0);
+        }
+        self.len = len;
+        Ok(())
+    }
+
+    /// The tensor's elements.
+    pub fn as_slice(&self) -> &[f32] {
+        &self.buf[..self.len]
+    }
+
+    /// The tensor's elements, mutably.
+    pub fn as_mut_slice(&mut self) -> &mut [f32] {
+        &mut self.buf[..self.len]
+    }
+
+    /// Number of elements of the tensor.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the tensor has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The most elements the buffer holds without reallocating.
+    pub fn capacity(&self) -> usize {
+        self.buf.capacity()
+    }
+
+    /// The tensor's elements as a vector of exactly its length (the buffer, shortened).
+    pub fn into_vec(mut self) -> Vec<f32> {
+        self.buf.truncate(self.len);
+        self.buf
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pooled_buffer_keeps_its_length_and_grows_only_past_it() {
+        let mut p = PooledF32::new(vec![1.0, 2.0, 3.0, 4.0], 2).unwrap();
+        assert_eq!(p.as_slice(), &[1.0, 2.0]);
+        p.set_len(4).unwrap();
+        // The elements beyond the tensor were kept, not rewritten.
+        assert_eq!(p.as_slice(), &[1.0, 2.0, 3.0, 4.0]);
+        p.set_len(6).unwrap();
+        assert_eq!(p.as_slice(), &[1.0, 2.0, 3.0, 4.0, 0.0, 0.0]);
+        p.as_mut_slice()[5] = 9.0;
+        p.set_len(3).unwrap();
+        assert_eq!(p.len(), 3);
+        assert_eq!(p.into_vec(), vec![1.0, 2.0, 3.0]);
+    }
+
+    #[test]
+    fn pooled_data_is_float32_data_of_its_tensor_length() {
+        use crate::ir::{DataType, TensorData};
+        let pooled = || TensorData::Pooled(PooledF32::new(vec![5.0; 8], 3).unwrap());
+        let mut d = pooled();
+        assert_eq!(d.dtype(), DataType::F32);
+        assert_eq!(d.len(), 3);
+        assert_eq!(d, TensorData::F32(vec![5.0; 3]));
+        assert_ne!(d, TensorData::F32(vec![5.0; 4]));
+        assert!(matches!(d.clone(), TensorData::F32(v) if v == vec![5.0; 3]));
+        // Zeroing touches the tensor's elements; a longer tensor then sees the stale rest.
+        d.reset(2).unwrap();
+        d.resize_stale(4).unwrap();
+        assert_eq!(d, TensorData::F32(vec![0.0, 0.0, 5.0, 5.0]));
+        d.copy_from(&TensorData::F32(vec![1.0, 2.0]));
+        assert_eq!(d, TensorData::F32(vec![1.0, 2.0]));
+        let mut bytes = vec![0u8; 8];
+        d.write_le_bytes(&mut bytes);
+        let mut e = pooled();
+        e.read_le_bytes(&bytes, 2).unwrap();
+        assert_eq!(e, TensorData::F32(vec![1.0, 2.0]));
+        assert!(e.read_le_bytes(&bytes, 3).is_err());
+    }
+}
