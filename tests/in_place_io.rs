@@ -146,3 +146,26 @@ fn a_copy_of_a_callers_tensor_owns_its_elements() {
     assert_eq!(address(&out), at);
     assert_eq!(out.as_f32().unwrap(), &[1.0, 2.0, 3.0]);
 }
+
+#[test]
+fn an_input_that_is_also_an_output_is_copied_into_the_outputs_storage() {
+    let exe = compile_ok(
+        r#"
+        <ir_version: 8, opset_import: ["" : 13]>
+        agraph (float[3] X) => (float[3] X, float[3] N) {
+            N = Neg(X)
+        }"#,
+    );
+    let mut inputs = vec![caller_input(&[3], vec![1.0, -2.0, 3.0])];
+    let mut in_place = vec![Some(caller_output(&[3])), Some(caller_output(&[3]))];
+    let out_x = address(in_place[0].as_ref().unwrap());
+    let mut outputs = Vec::new();
+    exe.run_in_place(&mut inputs, &mut in_place, &mut outputs)
+        .unwrap();
+    // No step computes X: its storage stays unused and the output is the input's own tensor
+    // (which the C ABI then copies into the output buffer).
+    assert!(in_place[0].is_some() && in_place[1].is_none());
+    assert_ne!(address(&outputs[0]), out_x);
+    assert_eq!(outputs[0].as_f32().unwrap(), &[1.0, -2.0, 3.0]);
+    assert_eq!(outputs[1].as_f32().unwrap(), &[-1.0, 2.0, -3.0]);
+}

@@ -167,7 +167,7 @@ fn misaligned_buffers_give_the_same_values() {
 }
 
 #[test]
-fn outputs_of_copying_kernels_and_a_passed_through_input() {
+fn outputs_of_copying_and_storage_replacing_kernels() {
     let b = Backend::new();
     let g = b.graph(&text_model(
         r#"
@@ -201,4 +201,32 @@ fn outputs_of_copying_kernels_and_a_passed_through_input() {
         let neg: Vec<f32> = values.iter().map(|v| -v).collect();
         assert_eq!(n, neg, "round {round}: -Identity(X)");
     }
+}
+
+#[test]
+fn an_input_bound_as_an_output_too_and_buffers_that_touch() {
+    let b = Backend::new();
+    let g = b.graph(&text_model(
+        r#"
+        <ir_version: 8, opset_import: ["" : 13]>
+        agraph (float[2, 3] X) => (float[2, 3] X, float[3, 2] T) {
+            T = Transpose(X)
+        }"#,
+    ));
+    // One allocation: X, then T right after it, then the copy of X (each ends where the next
+    // starts, sharing no byte).
+    let x = [1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0];
+    let mut buf = vec![f32::NAN; 18];
+    buf[..6].copy_from_slice(&x);
+    let base = buf.as_mut_ptr();
+    let ins = [descriptor(c"X", DATATYPE_FLOAT32, &S23, base.cast())];
+    let outs = [
+        descriptor(c"X", DATATYPE_FLOAT32, &S23, base.wrapping_add(12).cast()),
+        descriptor(c"T", DATATYPE_FLOAT32, &S32, base.wrapping_add(6).cast()),
+    ];
+    expect(set_io(g.0, &ins, &outs), SUCCESS, "set IO");
+    run(&b, g.0, "touching buffers");
+    assert_eq!(&buf[..6], &x, "X untouched");
+    assert_eq!(&buf[6..12], transposed(&x).as_slice(), "T");
+    assert_eq!(&buf[12..], &x, "X copied to its output");
 }

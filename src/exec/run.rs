@@ -68,8 +68,12 @@ impl BufferPool {
             .map(|(i, _)| i)
     }
 
-    /// Gives storage back (dropped instead once the pool holds [`POOL_LIMIT`] buffers).
+    /// Gives storage back (dropped instead once the pool holds [`POOL_LIMIT`] buffers). A
+    /// caller's buffer is never kept: it is valid only during its run.
     pub fn give(&mut self, data: TensorData) {
+        if matches!(data, TensorData::Caller(_)) {
+            return;
+        }
         if data.capacity() > 0 && self.free.len() < POOL_LIMIT {
             self.free.push(data);
         }

@@ -27,8 +27,6 @@ pub trait Elem:
     fn slice(data: &TensorData) -> Option<&[Self]>;
     /// The elements, mutably, if `data` holds this type.
     fn slice_mut(data: &mut TensorData) -> Option<&mut [Self]>;
-    /// The vector, if `data` holds this type.
-    fn vec_mut(data: &mut TensorData) -> Option<&mut Vec<Self>>;
     /// Wraps a vector as tensor data.
     fn into_data(v: Vec<Self>) -> TensorData;
     /// The value as f64 (booleans are 0 and 1; used by casts and shape arithmetic).
@@ -96,12 +94,6 @@ macro_rules! impl_elem {
                     TensorData::$variant(v) => Some(v),
                     TensorData::Caller(c) => caller_view!($variant, c, c.as_mut_slice()),
                     TensorData::Pooled(p) => caller_view!($variant, p, Some(p.as_mut_slice())),
-                    _ => None,
-                }
-            }
-            fn vec_mut(data: &mut TensorData) -> Option<&mut Vec<Self>> {
-                match data {
-                    TensorData::$variant(v) => Some(v),
                     _ => None,
                 }
             }
