@@ -38,6 +38,10 @@ pub struct Binding {
     pub inputs: Vec<BoundTensor>,
     /// One per graph output.
     pub outputs: Vec<BoundTensor>,
+    /// Per input, whether a run reads its buffer in place (decided once, when bound).
+    pub inputs_in_place: Vec<bool>,
+    /// Per output, whether a run may compute into its buffer in place.
+    pub outputs_in_place: Vec<bool>,
 }
 
 /// A compiled graph on a backend.

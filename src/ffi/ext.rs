@@ -4,9 +4,10 @@
 //! this library's `onnxGetLastErrorMessage` and `onnxGetOutputShapesRUST`.
 #![allow(non_snake_case, clippy::missing_safety_doc)]
 
-use super::api::{backend_id, err, event, graph, read_binding, read_fence, start_run};
+use super::api::{backend_id, err, event, graph, read_binding, read_fence};
 use super::guard;
 use super::io::read_shape_descriptors;
+use super::run::start_run;
 use super::trace_list::TraceSink;
 use super::types::*;
 use crate::error::{Result, Status};

@@ -11,6 +11,7 @@ pub mod ext;
 pub mod handles;
 pub mod info;
 pub mod io;
+pub mod run;
 pub mod trace_list;
 pub mod types;
 
