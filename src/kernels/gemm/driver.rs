@@ -49,11 +49,23 @@ enum BBlock<'a> {
 /// packed micro-panel serves many A micro-panels. With few rows of C, or a shallow B, the copy
 /// costs about as much as the arithmetic. Measured at 1 thread (ms per layer, packed → in
 /// place): MobileNetV2's 1×1 convolutions to 16–32 channels 0.34 → 0.23 (144→24 at 56²),
-/// 0.22 → 0.12 (32→16 at 112²), 0.18 → 0.13 (192→32 at 28²), and 16→96 at 112² 0.67 → 0.60;
-/// ResNet-50's 64-row layers unchanged, its 128- to 1024-row layers over K ≥ 128 slower
-/// (512→128 at 28² 2.04 → 2.49, 256→1024 at 14² 4.4 → 5.1).
+/// 0.22 → 0.12 (32→16 at 112²), 0.18 → 0.13 (192→32 at 28²), and 16→96 at 112² 0.67 → 0.60.
+///
+/// Since a column of tiles prefetches the next column's micro-panel of a B read in place
+/// (`TileTail::next_b`), reading in place also wins for contractions (`k ≥ m`) whose rows are
+/// not a multiple of 1 KiB apart (such rows fall in a few cache sets; sgemm 1024³ went from 89
+/// to 82 GFLOP/s). `kernel_bench`, `KB_COLD=4`, GFLOP/s packed → in place at 1 / 2 threads:
+/// ResNet-50's 256→128 at 56² 73 → 80 / 136 → 156, 512→128 at 28² 76 → 87 / 158 → 174,
+/// 1024→256 at 14² 89 → 87 / 152 → 174, 2048→512 at 7² 82 → 81 / 135 → 157; MobileNetV2's
+/// 576→96 at 14² 81 → 90 / 131 → 155. Expansions stay packed: 64→256 at 56² lost 3–11%,
+/// 160→960 at 7² up to 6%.
 pub(super) fn read_b_in_place(isa: Isa, b: &Src, m: usize, k: usize) -> bool {
-    matches!(b, Src::Mat(v) if v.col_stride == 1) && isa != Isa::Portable && (m <= 64 || k <= 32)
+    match b {
+        Src::Mat(v) if v.col_stride == 1 && isa != Isa::Portable => {
+            m <= 64 || k <= 32 || (k >= m && v.row_stride % 256 != 0)
+        }
+        _ => false,
+    }
 }
 
 /// The driver behind every public entry point.
@@ -597,6 +609,13 @@ fn run_task(
             let nr_eff = nr.min(width - col);
             let j = jc + t.j0 + col;
             let rows = &mut t.rows[r0..r1];
+            // A B read in place: the next column's micro-panel, prefetched by this one.
+            let next_b: &[f32] = match b_pan {
+                BBlock::Direct { rows, .. } if !rows_outer && col + 2 * nr <= width => {
+                    &rows[j + nr..]
+                }
+                _ => &[],
+            };
             let mut column = |b_micro: &[f32], ldb: usize| {
                 let a_rows = &a_task[..rows.len().div_ceil(mr) * kc * mr];
                 let tail = match ep {
@@ -611,8 +630,12 @@ fn run_task(
                         },
                         residual: t.residual.get(r0..r1).unwrap_or(&[]),
                         clamp,
+                        next_b,
                     },
-                    None => TileTail::default(),
+                    None => TileTail {
+                        next_b,
+                        ..TileTail::default()
+                    },
                 };
                 simd::micro_column(
                     isa, kc, a_rows, b_micro, ldb, rows, col, nr_eff, alpha, beta, &tail,

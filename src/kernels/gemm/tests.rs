@@ -352,7 +352,7 @@ fn rows_outer_order() {
     // A shallow K block and wide C (K ≤ 128, N ≥ 512, B packed): A micro-panels outermost.
     for isa in cpu::test_isas() {
         let mut rng = Rng::new(29);
-        for &(m, n, k) in &[(100, 700, 64), (257, 600, 100), (70, 3136, 128)] {
+        for &(m, n, k) in &[(100, 700, 64), (257, 600, 100), (130, 3136, 128)] {
             let f = Fused::new(&mut rng, m, n, k);
             let (am, bm, want, ep) = (f.am(), f.bm(), f.want(), f.ep());
             if isa != Isa::Portable {
@@ -374,7 +374,7 @@ fn b_read_in_place() {
     // Shapes whose B is read where it lies (few rows of C, or a shallow B): edge columns,
     // several K blocks, B rows wider than its columns (a strided view), the NC block boundary,
     // the whole-K parallel driver, rows of C at least 8192 apart with K ≤ 32 (A micro-panels
-    // outermost); with a per-row bias, a residual and Relu.
+    // outermost), contractions (K ≥ M) of many rows; with a per-row bias, a residual and Relu.
     for isa in cpu::test_isas() {
         let mut rng = Rng::new(23);
         for &(m, n, k, parallel) in &[
@@ -387,6 +387,8 @@ fn b_read_in_place() {
             (200, 333, 17, true),
             (96, 12544, 16, false),
             (30, 8203, 24, true),
+            (128, 700, 256, true),
+            (100, 49, 400, false),
         ] {
             let ldb = n + 5;
             let a = rng.vec(m * k);
@@ -419,6 +421,19 @@ fn b_read_in_place() {
             sgemm_packed_a_with(parallel, 1.0, &pa, bm, 0.0, &mut got, n, &ep);
             check_close(&got, &want, k, &format!("packed A {what}"));
         }
+    }
+}
+
+#[test]
+fn b_packed_when_its_rows_alias_in_cache() {
+    // A contraction (K ≥ M) of many rows is read in place, unless B's rows are a multiple of
+    // 1 KiB apart (sgemm 1024³), or C is an expansion (K < M).
+    for isa in cpu::test_isas().into_iter().filter(|&i| i != Isa::Portable) {
+        let b = vec![0.0f32; 512 * 1024];
+        let view = |cols| Src::Mat(MatRef::row_major(&b, 512, cols));
+        assert!(read_b_in_place(isa, &view(1000), 256, 512));
+        assert!(!read_b_in_place(isa, &view(1024), 256, 512));
+        assert!(!read_b_in_place(isa, &view(1000), 1024, 512));
     }
 }
 

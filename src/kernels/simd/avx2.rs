@@ -58,7 +58,9 @@ unsafe fn store_setup(nr: usize, alpha: f32, beta: f32, tail: &RawTail) -> Store
 
 /// One `M×16` tile: accumulates over `kc`, then stores
 /// `clamp(alpha·acc + beta·C + row_bias + col_bias)` through `s`; meanwhile prefetches
-/// the `kc` A columns from `pf` on (the next micro-panel: any address, only prefetched).
+/// the `kc` A columns from `pf` on (the next micro-panel: any address, only prefetched) and,
+/// when `PB`, the `kc` B rows from `pfb` on (`ldb` apart: the next column's micro-panel of a B
+/// read in place).
 ///
 /// # Safety
 /// - The CPU supports AVX2 and FMA.
@@ -67,11 +69,11 @@ unsafe fn store_setup(nr: usize, alpha: f32, beta: f32, tail: &RawTail) -> Store
 ///   the rows are distinct `&mut` slices, so disjoint from each other and from `a`/`b`).
 /// - `row_bias` is null or readable for `M` floats; `res` is null or points to `M` row slices,
 ///   each with the tile's `nr` floats from `col` on.
-/// - `pf` is only prefetched (a hint that never faults), never read.
+/// - `pf` and `pfb` are only prefetched (a hint that never faults), never read.
 #[target_feature(enable = "avx2,fma")]
 #[inline]
 #[allow(clippy::too_many_arguments)]
-unsafe fn tile<const M: usize>(
+unsafe fn tile<const M: usize, const PB: bool>(
     kc: usize,
     a: *const f32,
     b: *const f32,
@@ -81,7 +83,7 @@ unsafe fn tile<const M: usize>(
     row_bias: *const f32,
     res: *const &[f32],
     s: &Store,
-    pf: *const f32,
+    (pf, pfb): (*const f32, *const f32),
 ) {
     let mut acc0 = [_mm256_setzero_ps(); M];
     let mut acc1 = [_mm256_setzero_ps(); M];
@@ -104,6 +106,14 @@ unsafe fn tile<const M: usize>(
     // (48 bytes a line of 64 apart: no line skipped), as in the AVX-512 tile.
     for k in (0..kc & !1).step_by(2) {
         _mm_prefetch::<_MM_HINT_T0>(pf.wrapping_add(k * MR) as *const i8);
+        if PB {
+            // The next column's B rows k and k + 1 (16 floats each: a line, or two when
+            // unaligned).
+            for q in [pfb.wrapping_add(k * ldb), pfb.wrapping_add((k + 1) * ldb)] {
+                _mm_prefetch::<_MM_HINT_T0>(q as *const i8);
+                _mm_prefetch::<_MM_HINT_T0>(q.wrapping_add(15) as *const i8);
+            }
+        }
         step(k);
         step(k + 1);
     }
@@ -217,16 +227,28 @@ pub(super) unsafe fn kernel_column(
         } else {
             tail.residual.wrapping_add(p * MR)
         };
+        // The first tile of the column also prefetches the next column's B micro-panel.
+        let pfb = if p == 0 { tail.next_b } else { std::ptr::null() };
+        let pfs = (pf, pfb);
         // SAFETY: panel `p` of `a` and rows `6p ..` of `c`, of the row bias and of the residual
         // are in range (contract); `rows.len()` is the tile height.
+        macro_rules! go {
+            ($pb:literal) => {
+                match rows.len() {
+                    1 => tile::<1, $pb>(kc, ap, b, ldb, rows, col, rb, res, &s, pfs),
+                    2 => tile::<2, $pb>(kc, ap, b, ldb, rows, col, rb, res, &s, pfs),
+                    3 => tile::<3, $pb>(kc, ap, b, ldb, rows, col, rb, res, &s, pfs),
+                    4 => tile::<4, $pb>(kc, ap, b, ldb, rows, col, rb, res, &s, pfs),
+                    5 => tile::<5, $pb>(kc, ap, b, ldb, rows, col, rb, res, &s, pfs),
+                    _ => tile::<6, $pb>(kc, ap, b, ldb, rows, col, rb, res, &s, pfs),
+                }
+            };
+        }
         unsafe {
-            match rows.len() {
-                1 => tile::<1>(kc, ap, b, ldb, rows, col, rb, res, &s, pf),
-                2 => tile::<2>(kc, ap, b, ldb, rows, col, rb, res, &s, pf),
-                3 => tile::<3>(kc, ap, b, ldb, rows, col, rb, res, &s, pf),
-                4 => tile::<4>(kc, ap, b, ldb, rows, col, rb, res, &s, pf),
-                5 => tile::<5>(kc, ap, b, ldb, rows, col, rb, res, &s, pf),
-                _ => tile::<6>(kc, ap, b, ldb, rows, col, rb, res, &s, pf),
+            if pfb.is_null() {
+                go!(false)
+            } else {
+                go!(true)
             }
         }
     }

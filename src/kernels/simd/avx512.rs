@@ -61,7 +61,9 @@ unsafe fn store_setup(nr: usize, alpha: f32, beta: f32, tail: &RawTail) -> Store
 /// One `M×32` tile (`M×16` when `W2` is false: a column at most 16 wide, whose second half
 /// is neither computed nor stored): accumulates over `kc`, then stores
 /// `clamp(alpha·acc + beta·C + row_bias + col_bias + residual)` through `s`; meanwhile prefetches
-/// the `kc` A columns from `pf` on (the next micro-panel: any address, only prefetched).
+/// the `kc` A columns from `pf` on (the next micro-panel: any address, only prefetched) and,
+/// when `PB`, the `kc` B rows from `pfb` on (`ldb` apart: the next column's micro-panel of a B
+/// read in place).
 ///
 /// # Safety
 /// - The CPU supports AVX-512F.
@@ -71,11 +73,11 @@ unsafe fn store_setup(nr: usize, alpha: f32, beta: f32, tail: &RawTail) -> Store
 ///   and `W2` is false only when `nr ≤ 16`.
 /// - `row_bias` is null or readable for `M` floats; `res` is null or points to `M` row slices,
 ///   each with the tile's `nr` floats from `col` on.
-/// - `pf` is only prefetched (a hint that never faults), never read.
+/// - `pf` and `pfb` are only prefetched (a hint that never faults), never read.
 #[target_feature(enable = "avx512f")]
 #[inline]
 #[allow(clippy::too_many_arguments)]
-unsafe fn tile<const M: usize, const W2: bool>(
+unsafe fn tile<const M: usize, const W2: bool, const PB: bool>(
     kc: usize,
     a: *const f32,
     b: *const f32,
@@ -85,7 +87,7 @@ unsafe fn tile<const M: usize, const W2: bool>(
     row_bias: *const f32,
     res: *const &[f32],
     s: &Store,
-    pf: *const f32,
+    (pf, pfb): (*const f32, *const f32),
 ) {
     let mut acc0 = [_mm512_setzero_ps(); M];
     let mut acc1 = [_mm512_setzero_ps(); M];
@@ -112,6 +114,12 @@ unsafe fn tile<const M: usize, const W2: bool>(
     // cache: 73 → 95 GFLOP/s).
     for k in (0..kc & !1).step_by(2) {
         _mm_prefetch::<_MM_HINT_T0>(pf.wrapping_add(k * MR) as *const i8);
+        if PB {
+            for q in [pfb.wrapping_add(k * ldb), pfb.wrapping_add((k + 1) * ldb)] {
+                _mm_prefetch::<_MM_HINT_T0>(q as *const i8);
+                _mm_prefetch::<_MM_HINT_T0>(q.wrapping_add(16) as *const i8);
+            }
+        }
         step(k);
         step(k + 1);
     }
@@ -224,17 +232,20 @@ pub(super) unsafe fn kernel_column(
         } else {
             tail.residual.wrapping_add(p * MR)
         };
+        // The first tile of the column also prefetches the next column's B micro-panel.
+        let pfb = if p == 0 { tail.next_b } else { std::ptr::null() };
+        let pfs = (pf, pfb);
         macro_rules! go {
-            ($w:literal) => {
+            ($w:literal, $pb:literal) => {
                 match rows.len() {
-                    1 => tile::<1, $w>(kc, ap, b, ldb, rows, col, rb, res, &s, pf),
-                    2 => tile::<2, $w>(kc, ap, b, ldb, rows, col, rb, res, &s, pf),
-                    3 => tile::<3, $w>(kc, ap, b, ldb, rows, col, rb, res, &s, pf),
-                    4 => tile::<4, $w>(kc, ap, b, ldb, rows, col, rb, res, &s, pf),
-                    5 => tile::<5, $w>(kc, ap, b, ldb, rows, col, rb, res, &s, pf),
-                    6 => tile::<6, $w>(kc, ap, b, ldb, rows, col, rb, res, &s, pf),
-                    7 => tile::<7, $w>(kc, ap, b, ldb, rows, col, rb, res, &s, pf),
-                    _ => tile::<8, $w>(kc, ap, b, ldb, rows, col, rb, res, &s, pf),
+                    1 => tile::<1, $w, $pb>(kc, ap, b, ldb, rows, col, rb, res, &s, pfs),
+                    2 => tile::<2, $w, $pb>(kc, ap, b, ldb, rows, col, rb, res, &s, pfs),
+                    3 => tile::<3, $w, $pb>(kc, ap, b, ldb, rows, col, rb, res, &s, pfs),
+                    4 => tile::<4, $w, $pb>(kc, ap, b, ldb, rows, col, rb, res, &s, pfs),
+                    5 => tile::<5, $w, $pb>(kc, ap, b, ldb, rows, col, rb, res, &s, pfs),
+                    6 => tile::<6, $w, $pb>(kc, ap, b, ldb, rows, col, rb, res, &s, pfs),
+                    7 => tile::<7, $w, $pb>(kc, ap, b, ldb, rows, col, rb, res, &s, pfs),
+                    _ => tile::<8, $w, $pb>(kc, ap, b, ldb, rows, col, rb, res, &s, pfs),
                 }
             };
         }
@@ -242,10 +253,10 @@ pub(super) unsafe fn kernel_column(
         // residual are in range (contract); `rows.len()` is the tile height, and the narrow
         // tile is used only when `nr ≤ 16`.
         unsafe {
-            if wide {
-                go!(true)
-            } else {
-                go!(false)
+            match (wide, pfb.is_null()) {
+                (true, true) => go!(true, false),
+                (true, false) => go!(true, true),
+                (false, _) => go!(false, false),
             }
         }
     }

@@ -51,6 +51,10 @@ pub(crate) struct TileTail<'a> {
     pub residual: &'a [&'a [f32]],
     /// `min(max(x, lo), hi)`, NaN kept (`Relu` is `(0, +inf)`).
     pub clamp: Option<(f32, f32)>,
+    /// The B micro-panel of the next column (same row stride as this one), only prefetched,
+    /// never read: a B read in place, whose rows are far apart, is brought into the cache
+    /// while this column computes. Empty: none.
+    pub next_b: &'a [f32],
 }
 
 /// The start of `v`, or null when it is empty (the kernels' "none").
@@ -76,6 +80,8 @@ struct RawTail<'a> {
     residual: *const &'a [f32],
     /// Clamp bounds.
     clamp: Option<(f32, f32)>,
+    /// The next column's B micro-panel (only prefetched), or null.
+    next_b: *const f32,
 }
 
 /// A column of micro-tiles: for every `mr` rows of `rows` (the A micro-panels consecutive in
@@ -167,6 +173,7 @@ fn simd_column(
         col_bias: nonempty_ptr(tail.col_bias),
         residual: nonempty_ptr(tail.residual),
         clamp: tail.clamp,
+        next_b: nonempty_ptr(tail.next_b),
     };
     let kernel = match isa {
         Isa::Avx512 => avx512::kernel_column,
