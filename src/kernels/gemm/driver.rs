@@ -42,6 +42,24 @@ enum BBlock<'a> {
     /// A row-major matrix read in place (no packing): `rows` starts at the block's first row,
     /// `ld` apart, and its column `j` is column `j` of C.
     Direct { rows: &'a [f32], ld: usize },
+    /// Packed one micro-panel at a time, just before the tiles of its column use it: rows
+    /// `k0..` of `src`, whose column `j` is column `j` of C (see [`stream_b`]).
+    Stream { src: &'a dyn PanelSource, k0: usize },
+}
+
+/// Whether B is packed one micro-panel at a time while the tiles run ([`BBlock::Stream`])
+/// rather than all at once before them: for a generated B (a convolution's implicit im2col)
+/// when C has at most [`MC`] rows (one task covers them all, so every micro-panel is still
+/// packed once). The packed panel then stays in L1 for the tiles that use it, where a B packed
+/// whole (ResNet-50's 7×7 stem: 147 × 12544 floats) goes out to L3 and is read back:
+/// `kernel_bench` (`KB_COLD=4`, best of 5 rounds) on the stem 77 → 80 GFLOP/s at 1 thread,
+/// 136 → 157 at 2; stride-2 3×3 layers of 128 and 256 channels unchanged. (A matrix B keeps
+/// whole packing, whose A-outer order suits shallow products.)
+pub(super) fn stream_b(isa: Isa, b: &Src, m: usize, direct_b: bool) -> bool {
+    isa != Isa::Portable
+        && m <= MC
+        && !direct_b
+        && matches!(b, Src::Panels(_))
 }
 
 /// Whether B (row-major) is read in place rather than packed, for a product of `m` rows over a
@@ -154,6 +172,16 @@ pub(super) fn gemm(
     let par = threads > 1 && 2 * m * n * k >= PAR_MIN_FLOPS;
     let m_pad = m.div_ceil(mr) * mr;
     let direct_b = read_b_in_place(isa, &b, m, k);
+    let stream = stream_b(isa, &b, m, direct_b);
+    let mat_src = match b {
+        Src::Mat(v) => Some(MatSource(v)),
+        _ => None,
+    };
+    let stream_src: Option<&dyn PanelSource> = match b {
+        _ if !stream => None,
+        Src::Panels(p) => Some(p),
+        _ => mat_src.as_ref().map(|s| s as &dyn PanelSource),
+    };
     if par {
         let n_pad = n.div_ceil(nr) * nr;
         let a_len = if matches!(a, Src::Mat(_)) {
@@ -162,6 +190,7 @@ pub(super) fn gemm(
             0
         };
         let b_len = match b {
+            _ if stream => 0,
             Src::Mat(_) if direct_b => 0,
             Src::Mat(_) | Src::Panels(_) => k * n_pad,
             _ => 0,
@@ -177,7 +206,7 @@ pub(super) fn gemm(
                 ldc,
                 ep,
                 shape,
-                (threads, direct_b),
+                (threads, direct_b, stream_src),
             );
             return;
         }
@@ -189,6 +218,7 @@ pub(super) fn gemm(
         _ => Vec::new(),
     };
     let mut b_buf = match b {
+        _ if stream => Vec::new(),
         Src::Mat(_) if direct_b => Vec::new(),
         Src::Mat(_) | Src::Panels(_) => scratch::take(kcb.min(k) * NC.min(n.div_ceil(nr) * nr)),
         _ => Vec::new(),
@@ -221,27 +251,28 @@ pub(super) fn gemm(
                 }
                 Src::PackedB(_) | Src::Panels(_) => unreachable!(),
             };
-            let b_pan = match b {
-                Src::Mat(v) if direct_b => BBlock::Direct {
+            let b_pan = match (b, stream_src) {
+                (_, Some(src)) => BBlock::Stream { src, k0: pc },
+                (Src::Mat(v), _) if direct_b => BBlock::Direct {
                     rows: &v.data[pc * v.row_stride..],
                     ld: v.row_stride,
                 },
-                Src::Mat(v) => {
+                (Src::Mat(v), _) => {
                     let buf = &mut b_buf[..kc * nc_panels * nr];
                     pack_b(isa, &MatSource(v), pc, kc, jc, nc, buf, par);
                     BBlock::Packed(buf)
                 }
-                Src::Panels(src) => {
+                (Src::Panels(src), _) => {
                     let buf = &mut b_buf[..kc * nc_panels * nr];
                     pack_b(isa, src, pc, kc, jc, nc, buf, par);
                     BBlock::Packed(buf)
                 }
-                Src::PackedB(p) => {
+                (Src::PackedB(p), _) => {
                     let np = p.n.div_ceil(nr) * nr;
                     let blk = &p.data[pc * np..(pc + kc) * np];
                     BBlock::Packed(&blk[jc * kc..(jc + nc_panels * nr) * kc])
                 }
-                Src::PackedA(_) => unreachable!(),
+                (Src::PackedA(_), _) => unreachable!(),
             };
             let beta_eff = if first { beta } else { 1.0 };
 
@@ -462,15 +493,16 @@ fn gemm_whole_k(
     ldc: usize,
     ep: &Epilogue,
     (m, n, k): (usize, usize, usize),
-    (threads, direct_b): (usize, bool),
+    (threads, direct_b, stream): (usize, bool, Option<&dyn PanelSource>),
 ) {
     let (mr, nr) = tile_size(isa);
     let kcb = kc_block(isa);
     let mat_b = match b {
-        Src::Mat(v) if !direct_b => Some(MatSource(v)),
+        Src::Mat(v) if !direct_b && stream.is_none() => Some(MatSource(v)),
         _ => None,
     };
     let b_src: Option<&dyn PanelSource> = match b {
+        _ if stream.is_some() => None,
         Src::Panels(p) => Some(p),
         _ => mat_b.as_ref().map(|s| s as &dyn PanelSource),
     };
@@ -516,6 +548,7 @@ fn gemm_whole_k(
         _ => &a_buf[..m_pad * k],
     };
     let b_full: &[f32] = match b {
+        _ if stream.is_some() => &[],
         Src::PackedB(p) => &p.data,
         Src::Mat(v) if direct_b => v.data,
         _ => &b_buf[..k * n_pad],
@@ -524,8 +557,9 @@ fn gemm_whole_k(
         for k0 in (0..k).step_by(kcb) {
             let kc = kcb.min(k - k0);
             let a_pan = &a_full[k0 * m_pad..(k0 + kc) * m_pad];
-            let b_pan = match b {
-                Src::Mat(v) if direct_b => BBlock::Direct {
+            let b_pan = match (b, stream) {
+                (_, Some(src)) => BBlock::Stream { src, k0 },
+                (Src::Mat(v), _) if direct_b => BBlock::Direct {
                     rows: &b_full[k0 * v.row_stride..],
                     ld: v.row_stride,
                 },
@@ -546,10 +580,16 @@ fn gemm_whole_k(
             );
         }
     };
+    // A streamed B is packed by every task that uses its columns: the tasks split only the
+    // columns where there are enough of them.
+    let block = match stream {
+        Some(_) => task_grid(m, n, mr, nr, 3 * threads),
+        None => whole_k_grid(m, n, (mr, nr), threads),
+    };
     let grid = Grid {
         m,
         cols: 0..n,
-        block: whole_k_grid(m, n, (mr, nr), threads),
+        block,
         par: true,
     };
     for_each_task(c, ldc, ep.residual, &grid, &run);
@@ -599,6 +639,12 @@ fn run_task(
     let rows_outer = match b_pan {
         BBlock::Packed(_) => kc <= 128 && width >= 512,
         BBlock::Direct { .. } => kc <= 32 && ldc >= 8192,
+        BBlock::Stream { .. } => false,
+    };
+    // The micro-panel of a streamed B.
+    let mut streamed = match b_pan {
+        BBlock::Stream { .. } => scratch::take(kc * nr),
+        _ => Vec::new(),
     };
     let row_step = if rows_outer { mr } else { n_rows.max(1) };
     for r0 in (0..n_rows).step_by(row_step) {
@@ -655,6 +701,14 @@ fn run_task(
             match b_pan {
                 BBlock::Packed(p) => column(&p[(t.j0 / nr + jp) * kc * nr..], nr),
                 BBlock::Direct { rows, ld } if nr_eff == nr => column(&rows[j..], ld),
+                BBlock::Stream { src, k0 } => {
+                    let panel = &mut streamed[..kc * nr];
+                    if nr_eff < nr {
+                        panel.fill(0.0);
+                    }
+                    src.fill_panel(k0, kc, j, nr_eff, nr, panel);
+                    column(panel, nr)
+                }
                 BBlock::Direct { rows, ld } => {
                     // The last micro-panel of a B read in place, narrower than `nr`: copied
                     // with zeros past its end, as packing would have (the kernels read `nr`
@@ -668,6 +722,7 @@ fn run_task(
             }
         }
     }
+    scratch::give(streamed);
 }
 
 /// Floats of the edge micro-panel of a B read in place: `kc · nr` for every ISA's block depth

@@ -486,3 +486,42 @@ fn whole_k_parallel_on_several_pool_sizes() {
         }
     }
 }
+
+#[test]
+fn streamed_b_panels() {
+    // A generated B (a panel source, as a convolution's implicit im2col) with at most MC rows
+    // of C is packed one micro-panel at a time, on the calling thread and on pools of 2, 3 and
+    // 16 threads (the whole-K driver): one K block, several with edge columns, one tile row.
+    for isa in cpu::test_isas() {
+        let mut rng = Rng::new(37);
+        for &(m, n, k) in &[(64, 3136, 147), (100, 517, 600), (8, 45, 30), (192, 70, 33)] {
+            let f = Fused::new(&mut rng, m, n, k);
+            let (am, bm, want, ep) = (f.am(), f.bm(), f.want(), f.ep());
+            let src = pack::MatSource(bm);
+            let panels: &dyn PanelSource = &src;
+            assert_eq!(
+                driver::stream_b(isa, &Src::Panels(panels), m, false),
+                isa != Isa::Portable,
+                "{m}x{n}x{k}"
+            );
+            let pa = PackedA::with_isa(isa, am);
+            let mut got = vec![f32::NAN; m * n];
+            sgemm_packed_a_src(false, 1.0, &pa, panels, 0.0, &mut got, n, &ep);
+            check_close(&got, &want, k, &format!("{isa:?} {m}x{n}x{k}"));
+            for threads in [2, 3, 16] {
+                let pool = rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .build()
+                    .unwrap();
+                let mut got = vec![f32::NAN; m * n];
+                pool.install(|| sgemm_packed_a_src(true, 1.0, &pa, panels, 0.0, &mut got, n, &ep));
+                check_close(
+                    &got,
+                    &want,
+                    k,
+                    &format!("{isa:?} {m}x{n}x{k} {threads} threads"),
+                );
+            }
+        }
+    }
+}
