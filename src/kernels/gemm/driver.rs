@@ -53,13 +53,12 @@ enum BBlock<'a> {
 /// packed once). The packed panel then stays in L1 for the tiles that use it, where a B packed
 /// whole (ResNet-50's 7×7 stem: 147 × 12544 floats) goes out to L3 and is read back:
 /// `kernel_bench` (`KB_COLD=4`, best of 5 rounds) on the stem 77 → 80 GFLOP/s at 1 thread,
-/// 136 → 157 at 2; stride-2 3×3 layers of 128 and 256 channels unchanged. (A matrix B keeps
-/// whole packing, whose A-outer order suits shallow products.)
-pub(super) fn stream_b(isa: Isa, b: &Src, m: usize, direct_b: bool) -> bool {
-    isa != Isa::Portable
-        && m <= MC
-        && !direct_b
-        && matches!(b, Src::Panels(_))
+/// 136 → 157 at 2; stride-2 3×3 layers of 128 and 256 channels unchanged. Only over more than
+/// 128 rows of B: a shallower B packed whole is walked A micro-panel first, writing C along its
+/// rows (see [`run_task`]), which MobileNetV2's 3×3 stem (K = 27) lost when streamed (0.55 →
+/// 0.64 ms). A matrix B keeps whole packing for the same reason.
+pub(super) fn stream_b(isa: Isa, b: &Src, m: usize, k: usize, direct_b: bool) -> bool {
+    isa != Isa::Portable && m <= MC && k > 128 && !direct_b && matches!(b, Src::Panels(_))
 }
 
 /// Whether B (row-major) is read in place rather than packed, for a product of `m` rows over a
@@ -172,7 +171,7 @@ pub(super) fn gemm(
     let par = threads > 1 && 2 * m * n * k >= PAR_MIN_FLOPS;
     let m_pad = m.div_ceil(mr) * mr;
     let direct_b = read_b_in_place(isa, &b, m, k);
-    let stream = stream_b(isa, &b, m, direct_b);
+    let stream = stream_b(isa, &b, m, k, direct_b);
     let mat_src = match b {
         Src::Mat(v) => Some(MatSource(v)),
         _ => None,
