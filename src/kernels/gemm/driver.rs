@@ -649,7 +649,56 @@ fn run_task(
     for r0 in (0..n_rows).step_by(row_step) {
         let r1 = (r0 + row_step).min(n_rows);
         let a_task = &a_pan[((t.i0 + r0) / mr) * kc * mr..];
-        for jp in 0..width.div_ceil(nr) {
+        // A-outer order: the full micro-panels of the row block in one call.
+        let full = if rows_outer && isa != Isa::Portable {
+            let full = width / nr;
+            let b_row = match b_pan {
+                BBlock::Packed(p) => Some((&p[(t.j0 / nr) * kc * nr..], nr, kc * nr)),
+                BBlock::Direct { rows, ld } => Some((&rows[jc + t.j0..], ld, nr)),
+                BBlock::Stream { .. } => None,
+            };
+            match b_row {
+                Some(b_row) if full > 0 => {
+                    let rows = &mut t.rows[r0..r1];
+                    let j = jc + t.j0;
+                    let tail = match ep {
+                        Some(e) => TileTail {
+                            row_bias: match e.bias {
+                                Bias::PerRow(b) => &b[t.i0 + r0..t.i0 + r1],
+                                _ => &[],
+                            },
+                            col_bias: match e.bias {
+                                Bias::PerCol(b) => &b[j..j + full * nr],
+                                _ => &[],
+                            },
+                            residual: t.residual.get(r0..r1).unwrap_or(&[]),
+                            clamp,
+                            next_b: &[],
+                        },
+                        None => TileTail::default(),
+                    };
+                    simd::micro_row(
+                        isa, kc, a_task, b_row, rows, 0, full, alpha, beta, &tail,
+                    );
+                    if rest != Activation::None {
+                        simd::vectorize(
+                            isa,
+                            #[inline(always)]
+                            || {
+                                for row in rows.iter_mut() {
+                                    rest.apply_inline(&mut row[..full * nr]);
+                                }
+                            },
+                        );
+                    }
+                    full
+                }
+                _ => 0,
+            }
+        } else {
+            0
+        };
+        for jp in full..width.div_ceil(nr) {
             let col = jp * nr;
             let nr_eff = nr.min(width - col);
             let j = jc + t.j0 + col;

@@ -183,7 +183,15 @@ fn beta_zero_ignores_nan_and_k_zero() {
 fn epilogue_fused() {
     for isa in cpu::test_isas() {
         let mut rng = Rng::new(11);
-        for &(m, n, k) in &[(5, 7, 3), (70, 90, 300), (33, 65, 257)] {
+        // The last two take the A-outer order (a row of tiles per call): B packed with a
+        // shallow K and wide C, and B read in place with K ≤ 32 and rows 8192 apart.
+        for &(m, n, k) in &[
+            (5, 7, 3),
+            (70, 90, 300),
+            (33, 65, 257),
+            (100, 700, 64),
+            (11, 8200, 16),
+        ] {
             let a = rng.vec(m * k);
             let b = rng.vec(k * n);
             let row_bias = rng.vec(m);

@@ -254,6 +254,62 @@ pub(super) unsafe fn kernel_column(
     }
 }
 
+/// One row of C's tiles, `c.len() ≤ 6` rows: the A micro-panel `a` times `panels` B
+/// micro-panels 16 wide, panel `q` from `b + q·step` (row `k` at `+ k·ldb`), each tile stored
+/// at columns `col + 16q ..` as in [`kernel_column`]; `tail.col_bias`, when not null, holds
+/// the biases of all `16·panels` columns.
+///
+/// # Safety
+/// - The CPU supports AVX2 and FMA.
+/// - `a` is readable for `kc * 6` floats, `b` for 16 floats from each `q·step + k·ldb`,
+///   `q < panels`, `k < kc`.
+/// - Every `c[r]` has `16·panels` floats from `col` on.
+/// - `tail.row_bias` is null or readable for `c.len()` floats; `tail.col_bias` null or
+///   readable for `16·panels` floats; `tail.residual` null or pointing to `c.len()` row
+///   slices, each with `16·panels` floats from `col` on.
+#[target_feature(enable = "avx2,fma")]
+#[allow(clippy::too_many_arguments)]
+pub(super) unsafe fn kernel_row(
+    kc: usize,
+    a: *const f32,
+    (b, ldb, step): (*const f32, usize, usize),
+    panels: usize,
+    c: &mut [&mut [f32]],
+    col: usize,
+    alpha: f32,
+    beta: f32,
+    tail: &RawTail,
+) {
+    // Each tile prefetches the next row's A micro-panel (from the outer caches once, then
+    // from L1).
+    let pfs = (a.wrapping_add(kc * MR), std::ptr::null());
+    for q in 0..panels {
+        let t = RawTail {
+            col_bias: if tail.col_bias.is_null() {
+                tail.col_bias
+            } else {
+                tail.col_bias.wrapping_add(16 * q)
+            },
+            ..*tail
+        };
+        // SAFETY: forwarded contract, for the 16 columns of panel `q`.
+        let s = unsafe { store_setup(16, alpha, beta, &t) };
+        let (bq, cq, rb, res) = (b.wrapping_add(q * step), col + 16 * q, t.row_bias, t.residual);
+        // SAFETY: panel `q` of `b` and columns `cq .. cq + 16` of every row, of the column
+        // bias and of the residual rows are in range (contract); `c.len()` is the tile height.
+        unsafe {
+            match c.len() {
+                1 => tile::<1, false>(kc, a, bq, ldb, c, cq, rb, res, &s, pfs),
+                2 => tile::<2, false>(kc, a, bq, ldb, c, cq, rb, res, &s, pfs),
+                3 => tile::<3, false>(kc, a, bq, ldb, c, cq, rb, res, &s, pfs),
+                4 => tile::<4, false>(kc, a, bq, ldb, c, cq, rb, res, &s, pfs),
+                5 => tile::<5, false>(kc, a, bq, ldb, c, cq, rb, res, &s, pfs),
+                _ => tile::<6, false>(kc, a, bq, ldb, c, cq, rb, res, &s, pfs),
+            }
+        }
+    }
+}
+
 /// Lanes `i < 8` whose column `start + i` lies in `0..len`, as an all-ones/all-zeros lane mask.
 ///
 /// # Safety

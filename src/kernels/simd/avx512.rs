@@ -262,6 +262,64 @@ pub(super) unsafe fn kernel_column(
     }
 }
 
+/// One row of C's tiles, `c.len() ≤ 8` rows: the A micro-panel `a` times `panels` B
+/// micro-panels 32 wide, panel `q` from `b + q·step` (row `k` at `+ k·ldb`), each tile stored
+/// at columns `col + 32q ..` as in [`kernel_column`]; `tail.col_bias`, when not null, holds
+/// the biases of all `32·panels` columns.
+///
+/// # Safety
+/// - The CPU supports AVX-512F.
+/// - `a` is readable for `kc * 8` floats, `b` for 32 floats from each `q·step + k·ldb`,
+///   `q < panels`, `k < kc`.
+/// - Every `c[r]` has `32·panels` floats from `col` on.
+/// - `tail.row_bias` is null or readable for `c.len()` floats; `tail.col_bias` null or
+///   readable for `32·panels` floats; `tail.residual` null or pointing to `c.len()` row
+///   slices, each with `32·panels` floats from `col` on.
+#[target_feature(enable = "avx512f")]
+#[allow(clippy::too_many_arguments)]
+pub(super) unsafe fn kernel_row(
+    kc: usize,
+    a: *const f32,
+    (b, ldb, step): (*const f32, usize, usize),
+    panels: usize,
+    c: &mut [&mut [f32]],
+    col: usize,
+    alpha: f32,
+    beta: f32,
+    tail: &RawTail,
+) {
+    // Each tile prefetches the next row's A micro-panel (from the outer caches once, then
+    // from L1).
+    let pfs = (a.wrapping_add(kc * MR), std::ptr::null());
+    for q in 0..panels {
+        let t = RawTail {
+            col_bias: if tail.col_bias.is_null() {
+                tail.col_bias
+            } else {
+                tail.col_bias.wrapping_add(32 * q)
+            },
+            ..*tail
+        };
+        // SAFETY: forwarded contract, for the 32 columns of panel `q`.
+        let s = unsafe { store_setup(32, alpha, beta, &t) };
+        let (bq, cq, rb, res) = (b.wrapping_add(q * step), col + 32 * q, t.row_bias, t.residual);
+        // SAFETY: panel `q` of `b` and columns `cq .. cq + 32` of every row, of the column
+        // bias and of the residual rows are in range (contract); `c.len()` is the tile height.
+        unsafe {
+            match c.len() {
+                1 => tile::<1, true, false>(kc, a, bq, ldb, c, cq, rb, res, &s, pfs),
+                2 => tile::<2, true, false>(kc, a, bq, ldb, c, cq, rb, res, &s, pfs),
+                3 => tile::<3, true, false>(kc, a, bq, ldb, c, cq, rb, res, &s, pfs),
+                4 => tile::<4, true, false>(kc, a, bq, ldb, c, cq, rb, res, &s, pfs),
+                5 => tile::<5, true, false>(kc, a, bq, ldb, c, cq, rb, res, &s, pfs),
+                6 => tile::<6, true, false>(kc, a, bq, ldb, c, cq, rb, res, &s, pfs),
+                7 => tile::<7, true, false>(kc, a, bq, ldb, c, cq, rb, res, &s, pfs),
+                _ => tile::<8, true, false>(kc, a, bq, ldb, c, cq, rb, res, &s, pfs),
+            }
+        }
+    }
+}
+
 /// The edge columns of a column of C: one packed A micro-panel (`MR` rows, k-major) times the
 /// `n` columns of B from `b` on (`1 ≤ n ≤ 8`), as `acc[j][r] = Σ_k a[k·MR + r] · b[k·ldb + j]`
 /// (columns past `n` are zero). Each column takes one 8-lane FMA per k on a column of A with

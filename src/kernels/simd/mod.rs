@@ -146,6 +146,97 @@ pub(crate) fn micro_column(
     }
 }
 
+/// A row of micro-tiles: the A micro-panel `a` (`kc * mr(isa)` floats, k-major; `rows.len() ≤
+/// mr(isa)`) times `panels` B micro-panels `nr(isa)` wide, panel `q` from `b[q * step..]` (its
+/// row `k` at `+ k * ldb`), stored at columns `col + q·nr ..` of `rows` with the tail of
+/// [`micro_column`] (`tail.col_bias`, when given, covers all `panels · nr` columns).
+///
+/// The A-outer order of a shallow product takes a row of tiles per call: its tiles are short
+/// (16 to 128 steps of k), and a call per tile spent a tenth of the time in the checks and
+/// set-up around the kernel.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn micro_row(
+    isa: Isa,
+    kc: usize,
+    a: &[f32],
+    (b, ldb, step): (&[f32], usize, usize),
+    rows: &mut [&mut [f32]],
+    col: usize,
+    panels: usize,
+    alpha: f32,
+    beta: f32,
+    tail: &TileTail,
+) {
+    let (mr, nr) = (mr(isa), nr(isa));
+    let m = rows.len();
+    let width = panels * nr;
+    assert!((1..=mr).contains(&m) && ldb >= nr && step >= nr);
+    assert!(a.len() >= kc * mr);
+    assert!(kc == 0 || panels == 0 || b.len() >= (panels - 1) * step + (kc - 1) * ldb + nr);
+    assert!(rows.iter().all(|r| r.len() >= col + width));
+    let (rb, cb, z) = (tail.row_bias, tail.col_bias, tail.residual);
+    assert!(rb.is_empty() || rb.len() >= m);
+    assert!(cb.is_empty() || cb.len() >= width);
+    assert!(z.is_empty() || (z.len() >= m && z.iter().take(m).all(|r| r.len() >= col + width)));
+    #[cfg(target_arch = "x86_64")]
+    if matches!(isa, Isa::Avx2Fma | Isa::Avx512) {
+        assert!(
+            cpu::supported(isa),
+            "{} not supported by this CPU",
+            cpu::name(isa)
+        );
+        let raw = RawTail {
+            row_bias: nonempty_ptr(rb),
+            col_bias: nonempty_ptr(cb),
+            residual: nonempty_ptr(z),
+            clamp: tail.clamp,
+            next_b: std::ptr::null(),
+        };
+        let kernel = match isa {
+            Isa::Avx512 => avx512::kernel_row,
+            _ => avx2::kernel_row,
+        };
+        // SAFETY: the CPU supports `isa` (checked); `a` holds kc·mr floats and `b` nr floats
+        // from each q·step + k·ldb, q < panels, k < kc; every row is a distinct `&mut` slice
+        // with `panels·nr` floats from `col` on; the row bias holds a value per row, the column
+        // bias `panels·nr` values and the residual a row slice per row with `panels·nr` floats
+        // from `col` on (all checked above).
+        unsafe {
+            kernel(
+                kc,
+                a.as_ptr(),
+                (b.as_ptr(), ldb, step),
+                panels,
+                rows,
+                col,
+                alpha,
+                beta,
+                &raw,
+            )
+        };
+        return;
+    }
+    for q in 0..panels {
+        let t = TileTail {
+            col_bias: cb.get(q * nr..).unwrap_or(&[]),
+            ..*tail
+        };
+        micro_column(
+            isa,
+            kc,
+            a,
+            &b[q * step..],
+            ldb,
+            rows,
+            col + q * nr,
+            nr,
+            alpha,
+            beta,
+            &t,
+        );
+    }
+}
+
 /// [`micro_column`] by the AVX2 or AVX-512 column kernel (lengths checked by the caller). The
 /// kernels index the row slices themselves: no per-column pointer arrays.
 #[cfg(target_arch = "x86_64")]
