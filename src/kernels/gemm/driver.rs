@@ -703,19 +703,13 @@ fn run_task(
             let nr_eff = nr.min(width - col);
             let j = jc + t.j0 + col;
             let rows = &mut t.rows[r0..r1];
-            // The next column's micro-panel, prefetched by this one: of a B read in place, whose
-            // rows are far apart, and of a packed B that only one A micro-panel uses (a matrix
-            // times a vector or a few: the weights stream from memory once, and one stream
-            // alone leaves the memory idle; a fully connected layer of 1280 → 1000 at batch 1
-            // with its weights out of cache went from 4.7 to 5.3 GFLOP/s, 4 × 1024 × 1024 from
-            // 17.4 to 20.5 at 1 thread, `kernel_bench`, `KB_COLD=8`; two panels ahead was no
-            // better).
+            // A B read in place, whose rows are far apart: the next column's micro-panel,
+            // prefetched by this one. (Also for a packed B that one A micro-panel uses, a matrix
+            // times a vector: from memory a fully connected layer of 1280 → 1000 gained 12–19%,
+            // with its weights in L3, as inside MobileNetV2, it lost 10–24%.)
             let next_b: &[f32] = match b_pan {
                 BBlock::Direct { rows, .. } if !rows_outer && col + 2 * nr <= width => {
                     &rows[j + nr..]
-                }
-                BBlock::Packed(p) if n_rows <= mr && col + 2 * nr <= width => {
-                    &p[(t.j0 / nr + jp + 1) * kc * nr..]
                 }
                 _ => &[],
             };
