@@ -661,25 +661,9 @@ fn run_task(
                 Some(b_row) if full > 0 => {
                     let rows = &mut t.rows[r0..r1];
                     let j = jc + t.j0;
-                    let tail = match ep {
-                        Some(e) => TileTail {
-                            row_bias: match e.bias {
-                                Bias::PerRow(b) => &b[t.i0 + r0..t.i0 + r1],
-                                _ => &[],
-                            },
-                            col_bias: match e.bias {
-                                Bias::PerCol(b) => &b[j..j + full * nr],
-                                _ => &[],
-                            },
-                            residual: t.residual.get(r0..r1).unwrap_or(&[]),
-                            clamp,
-                            next_b: &[],
-                        },
-                        None => TileTail::default(),
-                    };
-                    simd::micro_row(
-                        isa, kc, a_task, b_row, rows, 0, full, alpha, beta, &tail,
-                    );
+                    let rs = (t.i0 + r0, t.residual.get(r0..r1).unwrap_or(&[]));
+                    let tail = tile_tail(ep, rs, j..j + full * nr, clamp, &[]);
+                    simd::micro_row(isa, kc, a_task, b_row, rows, 0, full, alpha, beta, &tail);
                     if rest != Activation::None {
                         simd::vectorize(
                             isa,
@@ -715,25 +699,8 @@ fn run_task(
             };
             let mut column = |b_micro: &[f32], ldb: usize| {
                 let a_rows = &a_task[..rows.len().div_ceil(mr) * kc * mr];
-                let tail = match ep {
-                    Some(e) => TileTail {
-                        row_bias: match e.bias {
-                            Bias::PerRow(b) => &b[t.i0 + r0..t.i0 + r1],
-                            _ => &[],
-                        },
-                        col_bias: match e.bias {
-                            Bias::PerCol(b) => &b[j..j + nr_eff],
-                            _ => &[],
-                        },
-                        residual: t.residual.get(r0..r1).unwrap_or(&[]),
-                        clamp,
-                        next_b,
-                    },
-                    None => TileTail {
-                        next_b,
-                        ..TileTail::default()
-                    },
-                };
+                let rs = (t.i0 + r0, t.residual.get(r0..r1).unwrap_or(&[]));
+                let tail = tile_tail(ep, rs, j..j + nr_eff, clamp, next_b);
                 simd::micro_column(
                     isa, kc, a_rows, b_micro, ldb, rows, col, nr_eff, alpha, beta, &tail,
                 );
@@ -774,6 +741,37 @@ fn run_task(
         }
     }
     scratch::give(streamed);
+}
+
+/// The [`TileTail`] of the tiles of C's rows from `i0` on (as many as `residual` has pieces,
+/// or the tile's rows when it is empty) and its columns `cols`, on the last K block (`ep` is
+/// `Some`); `next_b` is only prefetched.
+fn tile_tail<'a>(
+    ep: Option<&Epilogue<'a>>,
+    (i0, residual): (usize, &'a [&'a [f32]]),
+    cols: std::ops::Range<usize>,
+    clamp: Option<(f32, f32)>,
+    next_b: &'a [f32],
+) -> TileTail<'a> {
+    match ep {
+        Some(e) => TileTail {
+            row_bias: match e.bias {
+                Bias::PerRow(b) => &b[i0..],
+                _ => &[],
+            },
+            col_bias: match e.bias {
+                Bias::PerCol(b) => &b[cols],
+                _ => &[],
+            },
+            residual,
+            clamp,
+            next_b,
+        },
+        None => TileTail {
+            next_b,
+            ..TileTail::default()
+        },
+    }
 }
 
 /// Floats of the edge micro-panel of a B read in place: `kc · nr` for every ISA's block depth

@@ -503,7 +503,12 @@ fn streamed_b_panels() {
     // tile row; a shallow one is packed whole.
     for isa in cpu::test_isas() {
         let mut rng = Rng::new(37);
-        for &(m, n, k) in &[(64, 3136, 147), (100, 517, 600), (8, 45, 300), (192, 70, 27)] {
+        for &(m, n, k) in &[
+            (64, 3136, 147),
+            (100, 517, 600),
+            (8, 45, 300),
+            (192, 70, 27),
+        ] {
             let f = Fused::new(&mut rng, m, n, k);
             let (am, bm, want, ep) = (f.am(), f.bm(), f.want(), f.ep());
             let src = pack::MatSource(bm);

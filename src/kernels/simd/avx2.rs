@@ -228,7 +228,11 @@ pub(super) unsafe fn kernel_column(
             tail.residual.wrapping_add(p * MR)
         };
         // The first tile of the column also prefetches the next column's B micro-panel.
-        let pfb = if p == 0 { tail.next_b } else { std::ptr::null() };
+        let pfb = if p == 0 {
+            tail.next_b
+        } else {
+            std::ptr::null()
+        };
         let pfs = (pf, pfb);
         // SAFETY: panel `p` of `a` and rows `6p ..` of `c`, of the row bias and of the residual
         // are in range (contract); `rows.len()` is the tile height.
@@ -294,7 +298,12 @@ pub(super) unsafe fn kernel_row(
         };
         // SAFETY: forwarded contract, for the 16 columns of panel `q`.
         let s = unsafe { store_setup(16, alpha, beta, &t) };
-        let (bq, cq, rb, res) = (b.wrapping_add(q * step), col + 16 * q, t.row_bias, t.residual);
+        let (bq, cq, rb, res) = (
+            b.wrapping_add(q * step),
+            col + 16 * q,
+            t.row_bias,
+            t.residual,
+        );
         // SAFETY: panel `q` of `b` and columns `cq .. cq + 16` of every row, of the column
         // bias and of the residual rows are in range (contract); `c.len()` is the tile height.
         unsafe {

@@ -84,6 +84,20 @@ struct RawTail<'a> {
     next_b: *const f32,
 }
 
+#[cfg(target_arch = "x86_64")]
+impl<'a> RawTail<'a> {
+    /// The raw form of `tail` (empty slices as null).
+    fn of(tail: &TileTail<'a>) -> Self {
+        RawTail {
+            row_bias: nonempty_ptr(tail.row_bias),
+            col_bias: nonempty_ptr(tail.col_bias),
+            residual: nonempty_ptr(tail.residual),
+            clamp: tail.clamp,
+            next_b: nonempty_ptr(tail.next_b),
+        }
+    }
+}
+
 /// A column of micro-tiles: for every `mr` rows of `rows` (the A micro-panels consecutive in
 /// `a`, `kc * mr(isa)` floats each, k-major, rows padded with zeros) and the B micro-panel `b`
 /// (`nr(isa)` floats of each of its `kc` rows, row `k` at `b[k * ldb]`: a packed k-major panel
@@ -185,13 +199,7 @@ pub(crate) fn micro_row(
             "{} not supported by this CPU",
             cpu::name(isa)
         );
-        let raw = RawTail {
-            row_bias: nonempty_ptr(rb),
-            col_bias: nonempty_ptr(cb),
-            residual: nonempty_ptr(z),
-            clamp: tail.clamp,
-            next_b: std::ptr::null(),
-        };
+        let raw = RawTail::of(tail);
         let kernel = match isa {
             Isa::Avx512 => avx512::kernel_row,
             _ => avx2::kernel_row,
@@ -259,13 +267,7 @@ fn simd_column(
         "{} not supported by this CPU",
         cpu::name(isa)
     );
-    let raw = RawTail {
-        row_bias: nonempty_ptr(tail.row_bias),
-        col_bias: nonempty_ptr(tail.col_bias),
-        residual: nonempty_ptr(tail.residual),
-        clamp: tail.clamp,
-        next_b: nonempty_ptr(tail.next_b),
-    };
+    let raw = RawTail::of(tail);
     let kernel = match isa {
         Isa::Avx512 => avx512::kernel_column,
         _ => avx2::kernel_column,
