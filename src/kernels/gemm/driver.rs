@@ -49,16 +49,17 @@ enum BBlock<'a> {
 
 /// Whether B is packed one micro-panel at a time while the tiles run ([`BBlock::Stream`])
 /// rather than all at once before them: for a generated B (a convolution's implicit im2col)
-/// when C has at most [`MC`] rows (one task covers them all, so every micro-panel is still
-/// packed once). The packed panel then stays in L1 for the tiles that use it, where a B packed
+/// when C has at most [`MC`] rows (a task covers them all, so every micro-panel is packed
+/// once, unless a parallel grid with fewer column panels than tasks splits the rows too,
+/// each row block then packing its own). The packed panel then stays in L1 for the tiles that use it, where a B packed
 /// whole (ResNet-50's 7×7 stem: 147 × 12544 floats) goes out to L3 and is read back:
 /// `kernel_bench` (`KB_COLD=4`, best of 5 rounds) on the stem 77 → 80 GFLOP/s at 1 thread,
 /// 136 → 157 at 2; stride-2 3×3 layers of 128 and 256 channels unchanged. Only over more than
 /// 128 rows of B: a shallower B packed whole is walked A micro-panel first, writing C along its
 /// rows (see [`run_task`]), which MobileNetV2's 3×3 stem (K = 27) lost when streamed (0.55 →
 /// 0.64 ms). A matrix B keeps whole packing for the same reason.
-pub(super) fn stream_b(isa: Isa, b: &Src, m: usize, k: usize, direct_b: bool) -> bool {
-    isa != Isa::Portable && m <= MC && k > 128 && !direct_b && matches!(b, Src::Panels(_))
+pub(super) fn stream_b(isa: Isa, b: &Src, m: usize, k: usize) -> bool {
+    isa != Isa::Portable && m <= MC && k > 128 && matches!(b, Src::Panels(_))
 }
 
 /// Whether B (row-major) is read in place rather than packed, for a product of `m` rows over a
@@ -171,15 +172,10 @@ pub(super) fn gemm(
     let par = threads > 1 && 2 * m * n * k >= PAR_MIN_FLOPS;
     let m_pad = m.div_ceil(mr) * mr;
     let direct_b = read_b_in_place(isa, &b, m, k);
-    let stream = stream_b(isa, &b, m, k, direct_b);
-    let mat_src = match b {
-        Src::Mat(v) => Some(MatSource(v)),
-        _ => None,
-    };
+    let stream = stream_b(isa, &b, m, k);
     let stream_src: Option<&dyn PanelSource> = match b {
-        _ if !stream => None,
-        Src::Panels(p) => Some(p),
-        _ => mat_src.as_ref().map(|s| s as &dyn PanelSource),
+        Src::Panels(p) if stream => Some(p),
+        _ => None,
     };
     if par {
         let n_pad = n.div_ceil(nr) * nr;
@@ -497,7 +493,7 @@ fn gemm_whole_k(
     let (mr, nr) = tile_size(isa);
     let kcb = kc_block(isa);
     let mat_b = match b {
-        Src::Mat(v) if !direct_b && stream.is_none() => Some(MatSource(v)),
+        Src::Mat(v) if !direct_b => Some(MatSource(v)),
         _ => None,
     };
     let b_src: Option<&dyn PanelSource> = match b {
@@ -650,7 +646,7 @@ fn run_task(
         let r1 = (r0 + row_step).min(n_rows);
         let a_task = &a_pan[((t.i0 + r0) / mr) * kc * mr..];
         // A-outer order: the full micro-panels of the row block in one call.
-        let full = if rows_outer && isa != Isa::Portable {
+        let full = if rows_outer {
             let full = width / nr;
             let b_row = match b_pan {
                 BBlock::Packed(p) => Some((&p[(t.j0 / nr) * kc * nr..], nr, kc * nr)),
@@ -688,9 +684,9 @@ fn run_task(
             let j = jc + t.j0 + col;
             let rows = &mut t.rows[r0..r1];
             // A B read in place, whose rows are far apart: the next column's micro-panel,
-            // prefetched by this one. (Also for a packed B that one A micro-panel uses, a matrix
-            // times a vector: from memory a fully connected layer of 1280 → 1000 gained 12–19%,
-            // with its weights in L3, as inside MobileNetV2, it lost 10–24%.)
+            // prefetched by this one. Not a packed B that one A micro-panel uses (a matrix times
+            // a vector): a fully connected layer of 1280 → 1000 gained 12–19% with its weights
+            // from memory, but lost 10–24% with them in L3, as inside MobileNetV2.
             let next_b: &[f32] = match b_pan {
                 BBlock::Direct { rows, .. } if !rows_outer && col + 2 * nr <= width => {
                     &rows[j + nr..]

@@ -239,9 +239,11 @@ fn epilogue_fused() {
                         "{isa:?} {m}x{n}x{k} {act:?} residual {}",
                         residual.is_some()
                     );
-                    let mut got = vec![f32::NAN; m * n];
-                    sgemm_with(isa, true, 1.0, am, bm, 0.0, &mut got, n, &ep);
-                    check_close(&got, &want, k, &what);
+                    for parallel in [false, true] {
+                        let mut got = vec![f32::NAN; m * n];
+                        sgemm_with(isa, parallel, 1.0, am, bm, 0.0, &mut got, n, &ep);
+                        check_close(&got, &want, k, &format!("{what} parallel {parallel}"));
+                    }
                     let pb = PackedB::with_isa(isa, bm);
                     let mut got = vec![f32::NAN; m * n];
                     sgemm_packed(1.0, am, &pb, 0.0, &mut got, n, &ep);
@@ -499,8 +501,9 @@ fn whole_k_parallel_on_several_pool_sizes() {
 fn streamed_b_panels() {
     // A generated B (a panel source, as a convolution's implicit im2col) over K > 128 with at
     // most MC rows of C is packed one micro-panel at a time, on the calling thread and on pools
-    // of 2, 3 and 16 threads (the whole-K driver): one K block, several with edge columns, one
-    // tile row; a shallow one is packed whole.
+    // of 2, 3 and 16 threads (the whole-K driver, or the blocked one below the parallel
+    // threshold): one K block, several with edge columns, one tile row, more columns than an NC
+    // block; a shallow one is packed whole.
     for isa in cpu::test_isas() {
         let mut rng = Rng::new(37);
         for &(m, n, k) in &[
@@ -508,13 +511,14 @@ fn streamed_b_panels() {
             (100, 517, 600),
             (8, 45, 300),
             (192, 70, 27),
+            (16, NC + 45, 200),
         ] {
             let f = Fused::new(&mut rng, m, n, k);
             let (am, bm, want, ep) = (f.am(), f.bm(), f.want(), f.ep());
             let src = pack::MatSource(bm);
             let panels: &dyn PanelSource = &src;
             assert_eq!(
-                driver::stream_b(isa, &Src::Panels(panels), m, k, false),
+                driver::stream_b(isa, &Src::Panels(panels), m, k),
                 isa != Isa::Portable && k > 128,
                 "{m}x{n}x{k}"
             );
@@ -537,5 +541,33 @@ fn streamed_b_panels() {
                 );
             }
         }
+    }
+}
+
+#[test]
+fn streamed_b_panels_per_column_bias() {
+    // A streamed B with a per-column bias and an activation applied after the store.
+    let (m, n, k) = (40, 300, 150);
+    for isa in cpu::test_isas() {
+        let mut rng = Rng::new(41);
+        let (a, b, col_bias) = (rng.vec(m * k), rng.vec(k * n), rng.vec(n));
+        let (am, bm) = (MatRef::row_major(&a, m, k), MatRef::row_major(&b, k, n));
+        let mut want = vec![0.0; m * n];
+        reference::gemm_ref(1.0, &am, &bm, 0.0, &mut want, n);
+        for row in want.chunks_mut(n) {
+            for (v, &c) in row.iter_mut().zip(&col_bias) {
+                *v = reference::activation_ref(Activation::Sigmoid, *v + c);
+            }
+        }
+        let ep = Epilogue {
+            bias: Bias::PerCol(&col_bias),
+            residual: None,
+            activation: Activation::Sigmoid,
+        };
+        let src = pack::MatSource(bm);
+        let pa = PackedA::with_isa(isa, am);
+        let mut got = vec![f32::NAN; m * n];
+        sgemm_packed_a_src(false, 1.0, &pa, &src, 0.0, &mut got, n, &ep);
+        check_close(&got, &want, k, &format!("{isa:?}"));
     }
 }

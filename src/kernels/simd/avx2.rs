@@ -234,8 +234,6 @@ pub(super) unsafe fn kernel_column(
             std::ptr::null()
         };
         let pfs = (pf, pfb);
-        // SAFETY: panel `p` of `a` and rows `6p ..` of `c`, of the row bias and of the residual
-        // are in range (contract); `rows.len()` is the tile height.
         macro_rules! go {
             ($pb:literal) => {
                 match rows.len() {
@@ -248,6 +246,8 @@ pub(super) unsafe fn kernel_column(
                 }
             };
         }
+        // SAFETY: panel `p` of `a` and rows `6p ..` of `c`, of the row bias and of the residual
+        // are in range (contract); `rows.len()` is the tile height.
         unsafe {
             if pfb.is_null() {
                 go!(false)
@@ -258,7 +258,7 @@ pub(super) unsafe fn kernel_column(
     }
 }
 
-/// One row of C's tiles, `c.len() ≤ 6` rows: the A micro-panel `a` times `panels` B
+/// One row of C's tiles, `1 ≤ c.len() ≤ 6` rows: the A micro-panel `a` times `panels` B
 /// micro-panels 16 wide, panel `q` from `b + q·step` (row `k` at `+ k·ldb`), each tile stored
 /// at columns `col + 16q ..` as in [`kernel_column`]; `tail.col_bias`, when not null, holds
 /// the biases of all `16·panels` columns.

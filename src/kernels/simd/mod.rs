@@ -163,7 +163,8 @@ pub(crate) fn micro_column(
 /// A row of micro-tiles: the A micro-panel `a` (`kc * mr(isa)` floats, k-major; `rows.len() ≤
 /// mr(isa)`) times `panels` B micro-panels `nr(isa)` wide, panel `q` from `b[q * step..]` (its
 /// row `k` at `+ k * ldb`), stored at columns `col + q·nr ..` of `rows` with the tail of
-/// [`micro_column`] (`tail.col_bias`, when given, covers all `panels · nr` columns).
+/// [`micro_column`] (`tail.col_bias`, when given, covers all `panels · nr` columns;
+/// `tail.next_b` is not used: a row's B panels are each read once).
 ///
 /// The A-outer order of a shallow product takes a row of tiles per call: its tiles are short
 /// (16 to 128 steps of k), and a call per tile spent a tenth of the time in the checks and
@@ -184,7 +185,7 @@ pub(crate) fn micro_row(
     let (mr, nr) = (mr(isa), nr(isa));
     let m = rows.len();
     let width = panels * nr;
-    assert!((1..=mr).contains(&m) && ldb >= nr && step >= nr);
+    assert!((1..=mr).contains(&m) && ldb >= nr && (kc == 0 || step >= nr));
     assert!(a.len() >= kc * mr);
     assert!(kc == 0 || panels == 0 || b.len() >= (panels - 1) * step + (kc - 1) * ldb + nr);
     assert!(rows.iter().all(|r| r.len() >= col + width));
