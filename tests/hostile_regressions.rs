@@ -542,3 +542,38 @@ g (float[2] S, float[3,2] X) => (float[2] T, float[3,2] Y)
         "the body has 2 inputs and 1 outputs",
     );
 }
+
+#[test]
+fn conv_transpose_with_a_short_or_huge_output_shape() {
+    // Once (the model_bytes fuzz target): an `output_shape` with fewer values than spatial
+    // dimensions indexed past its end while the plan was built.
+    let short = r#"<ir_version: 8, opset_import: ["" : 11]>
+g (float[1,1,3,3] X, float[1,1,2,2] W) => (float[1,1,a,b] Y)
+{ [ct] Y = ConvTranspose <output_shape: ints = [5]> (X, W) }"#;
+    assert_refused(compile(short), Status::InvalidModel, "output_shape");
+    let negative = r#"<ir_version: 8, opset_import: ["" : 11]>
+g (float[1,1,3,3] X, float[1,1,2,2] W) => (float[1,1,a,b] Y)
+{ [ct] Y = ConvTranspose <output_shape: ints = [-5, 4]> (X, W) }"#;
+    assert_refused(compile(negative), Status::InvalidModel, "output_shape");
+    // Strides and output padding whose products overflow i64 are refused, not wrapped.
+    let huge = r#"<ir_version: 8, opset_import: ["" : 11]>
+g (float[1,1,3,3] X, float[1,1,2,2] W) => (float[1,1,a,b] Y)
+{ [ct] Y = ConvTranspose <strides: ints = [9223372036854775807, 1], output_padding: ints = [9223372036854775807, 0]> (X, W) }"#;
+    assert!(compile(huge).is_err());
+    // The well-formed one still compiles: 3 + 2 - 1 = 4 by 4.
+    let ok = r#"<ir_version: 8, opset_import: ["" : 11]>
+g (float[1,1,3,3] X, float[1,1,2,2] W) => (float[1,1,a,b] Y)
+{ [ct] Y = ConvTranspose <output_shape: ints = [4, 4]> (X, W) }"#;
+    let exe = compile_ok(ok);
+    let out = run_ok(
+        &exe,
+        vec![
+            f32t(&[1, 1, 3, 3], &[1.0; 9]),
+            f32t(&[1, 1, 2, 2], &[1.0; 4]),
+        ],
+    );
+    assert_eq!(out[0].shape, vec![1, 1, 4, 4]);
+    // Corner of the full transposed convolution of ones: one overlap; centre: four.
+    assert_eq!(out[0].as_f32().unwrap()[0], 1.0);
+    assert_eq!(out[0].as_f32().unwrap()[5], 4.0);
+}

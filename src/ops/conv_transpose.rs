@@ -186,15 +186,31 @@ fn build(ctx: &BuildCtx) -> Result<Built> {
         ));
     }
     let auto_pad = ctx.attr_string("auto_pad", "NOTSET")?;
-    let span = |d: usize| (kernel[d] as i64 - 1) * dilations[d] + 1;
-    let full = |d: usize| strides[d] * (x.shape[2 + d] as i64 - 1) + out_pad[d] + span(d);
+    // Saturating: hostile attributes must not overflow (the sizes are checked further on).
+    let span = |d: usize| {
+        (kernel[d] as i64 - 1)
+            .saturating_mul(dilations[d])
+            .saturating_add(1)
+    };
+    let full = |d: usize| {
+        strides[d]
+            .saturating_mul(x.shape[2 + d] as i64 - 1)
+            .saturating_add(out_pad[d])
+            .saturating_add(span(d))
+    };
     let mut begin = vec![0i64; rank];
     let mut end = vec![0i64; rank];
     let out_shape = ctx.attr_ints("output_shape")?;
     if let Some(os) = out_shape {
-        let os = &os[os.len().saturating_sub(rank)..];
+        if os.len() < rank || os.iter().any(|&v| v < 0) {
+            return Err(ctx.err(
+                Status::InvalidModel,
+                format!("output_shape {os:?}: fewer than {rank} spatial sizes, or negative"),
+            ));
+        }
+        let os = &os[os.len() - rank..];
         for d in 0..rank {
-            let total = full(d) - os[d];
+            let total = full(d).saturating_sub(os[d]);
             if total < 0 {
                 // A larger output than the input covers: the rest is output padding (zeros).
                 end[d] = total;
@@ -221,8 +237,8 @@ fn build(ctx: &BuildCtx) -> Result<Built> {
             }
             "SAME_UPPER" | "SAME_LOWER" => {
                 for d in 0..rank {
-                    let target = x.shape[2 + d] as i64 * strides[d];
-                    let total = (full(d) - target).max(0);
+                    let target = (x.shape[2 + d] as i64).saturating_mul(strides[d]);
+                    let total = full(d).saturating_sub(target).max(0);
                     if auto_pad == "SAME_UPPER" {
                         begin[d] = total / 2;
                         end[d] = total - total / 2;
@@ -237,7 +253,7 @@ fn build(ctx: &BuildCtx) -> Result<Built> {
     }
     let mut out_sp = Vec::with_capacity(rank);
     for d in 0..rank {
-        let o = full(d) - begin[d] - end[d];
+        let o = full(d).saturating_sub(begin[d]).saturating_sub(end[d]);
         if o < 0 || begin[d] < 0 {
             return Err(ctx.err(Status::InvalidModel, "pads exceed the output"));
         }
