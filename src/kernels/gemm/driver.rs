@@ -4,6 +4,7 @@
 
 use rayon::prelude::*;
 
+use super::grid::{task_grid, whole_k_grid};
 use super::pack::{pack_a, pack_a_panel, pack_b, pack_b_panel, MatSource};
 use super::{
     kc_block, tile_size, Activation, Bias, Epilogue, Isa, MatRef, PackedA, PackedB, PanelSource,
@@ -296,64 +297,6 @@ pub(super) fn gemm(
     }
     scratch::give(a_buf);
     scratch::give(b_buf);
-}
-
-/// The task grid of a parallel GEMM over `m` rows and `nc` columns: row blocks of `mb` rows ×
-/// column chunks of `cb` columns, about `target` tasks (row blocks of at most [`MC`] rows).
-pub(super) fn task_grid(
-    m: usize,
-    nc: usize,
-    mr: usize,
-    nr: usize,
-    target: usize,
-) -> (usize, usize) {
-    let nc_panels = nc.div_ceil(nr);
-    let nrb0 = m.div_ceil(MC);
-    let ncb = target.div_ceil(nrb0).clamp(1, nc_panels);
-    let cb = nc_panels.div_ceil(ncb) * nr;
-    let ncb = nc.div_ceil(cb);
-    let nrb = nrb0.max(target.div_ceil(ncb)).min(m.div_ceil(mr));
-    (m.div_ceil(nrb).div_ceil(mr) * mr, cb)
-}
-
-/// The task grid of [`gemm_whole_k`]. A task reads its rows of A and its columns of B over the
-/// whole of K, so a grid of `r × c` tasks reads A `c` times and B `r` times. The general grid
-/// ([`task_grid`], about three tasks a thread) splits the columns too; splitting only the
-/// rows, into a multiple of `threads` tasks of at most [`MC`] rows, is taken instead when it
-/// reads less in all (each thread then streams its own part of the weights once, and B
-/// once), or when its critical path (waves of `threads` tasks) is at least an eighth
-/// shorter: by reads alone, ResNet-50's 256-channel 3×3 layer at 14² on 16 threads took the
-/// general grid, 49 tasks of 5 register tiles in 4 waves (a path of 20 tiles), where 16
-/// tasks of 14 take 14.
-/// Measured at 2 threads with `bench/compare_ort.py`, four runs of each library (paired ratio
-/// to ONNX Runtime, general grid → this): ResNet-50 1.58–1.64 → 1.54–1.57, BERT 1.13–1.18 →
-/// 1.12–1.14; MobileNetV2 within the noise (1.33–1.47 → 1.34–1.53).
-pub(super) fn whole_k_grid(
-    m: usize,
-    n: usize,
-    (mr, nr): (usize, usize),
-    threads: usize,
-) -> (usize, usize) {
-    let general = task_grid(m, n, mr, nr, 3 * threads);
-    let (tiles, n_pad) = (m.div_ceil(mr), n.div_ceil(nr) * nr);
-    let row_tasks = m.div_ceil(MC).div_ceil(threads) * threads;
-    if tiles < 2 * row_tasks {
-        return general;
-    }
-    // Rows of A and columns of B read, summed over the tasks.
-    let reads = |(mb, cb): (usize, usize)| n.div_ceil(cb) * m + m.div_ceil(mb) * n_pad;
-    // The critical path in register tiles: waves of `threads` tasks, each as long as a whole
-    // task.
-    let span = |(mb, cb): (usize, usize)| {
-        let tasks = m.div_ceil(mb) * n.div_ceil(cb);
-        tasks.div_ceil(threads) * (mb / mr) * cb.div_ceil(nr)
-    };
-    let rows_only = (tiles.div_ceil(row_tasks) * mr, n_pad);
-    if reads(rows_only) <= reads(general) || 8 * span(rows_only) <= 7 * span(general) {
-        rows_only
-    } else {
-        general
-    }
 }
 
 /// The task grid of one parallel region over C: its `m` rows and the columns `cols`, cut into

@@ -24,19 +24,23 @@
 //! thread between calls. A B operand can also be generated on the fly while packing (the
 //! crate-internal `PanelSource`, used by the convolution's implicit im2col).
 //!
-//! Modules: `driver` (the loops, tasks and buffers), `pack` (micro-panel packing).
+//! Modules: `driver` (the loops, tasks and buffers), `grid` (the parallel task grids), `pack`
+//! (micro-panel packing).
 #![forbid(unsafe_code)]
 
 mod driver;
+mod grid;
 mod pack;
 #[cfg(test)]
 mod tests;
 
 use super::cpu::{self, Isa};
 use super::simd;
+#[cfg(test)]
+use driver::read_b_in_place;
 use driver::{gemm, Src};
 #[cfg(test)]
-use driver::{read_b_in_place, whole_k_grid};
+use grid::whole_k_grid;
 use pack::{pack_a, pack_b, MatSource};
 
 use super::activation::Activation;

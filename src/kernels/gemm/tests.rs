@@ -456,7 +456,7 @@ fn whole_k_grid_splits_rows_when_that_is_shorter_or_reads_less() {
     // A wide, short product (M 64, N 3136): the general grid, which splits the columns.
     assert_eq!(
         whole_k_grid(64, 3136, (8, 32), 2),
-        driver::task_grid(64, 3136, 8, 32, 6)
+        grid::task_grid(64, 3136, 8, 32, 6)
     );
     // M 2048, N 49: rows of at most MC take 12 tasks (a multiple of 2), which read B once
     // more than the general grid's 11 row blocks of 192, for a path only 8% shorter (6 waves
@@ -465,7 +465,7 @@ fn whole_k_grid_splits_rows_when_that_is_shorter_or_reads_less() {
     // The 256-channel layer at 14² on 16 threads: 16 tasks of 16 rows (a critical path of 14
     // tile columns), not the general grid's 49 tasks of 40 rows × 32 columns (4 waves of 5),
     // though it reads less (7·256 + 7·224 rows and columns against 256 + 16·224).
-    assert_eq!(driver::task_grid(256, 196, 8, 32, 48), (40, 32));
+    assert_eq!(grid::task_grid(256, 196, 8, 32, 48), (40, 32));
     assert_eq!(whole_k_grid(256, 196, (8, 32), 16), (16, 224));
 }
 

@@ -127,11 +127,7 @@ pub(crate) fn micro_column(
     assert!((1..=nr).contains(&nr_eff) && ldb >= nr);
     assert!(kc == 0 || b.len() >= (kc - 1) * ldb + nr);
     assert!(a.len() >= m.div_ceil(mr) * kc * mr);
-    assert!(rows.iter().all(|r| r.len() >= col + nr_eff));
-    let (rb, cb, z) = (tail.row_bias, tail.col_bias, tail.residual);
-    assert!(rb.is_empty() || rb.len() >= m);
-    assert!(cb.is_empty() || cb.len() >= nr_eff);
-    assert!(z.is_empty() || (z.len() >= m && z.iter().take(m).all(|r| r.len() >= col + nr_eff)));
+    check_rows_and_tail(rows, col, nr_eff, tail);
     #[cfg(target_arch = "x86_64")]
     if matches!(isa, Isa::Avx2Fma | Isa::Avx512) {
         let (tiles, edge) = edge_split(isa, nr_eff);
@@ -158,6 +154,17 @@ pub(crate) fn micro_column(
         };
         apply_tail(tile, col, nr_eff, &t);
     }
+}
+
+/// Panics unless every row of C has `width` floats from `col` on and `tail` covers them: a
+/// bias per row, `width` column biases, a residual piece per row as long as the rows.
+fn check_rows_and_tail(rows: &[&mut [f32]], col: usize, width: usize, tail: &TileTail) {
+    let m = rows.len();
+    assert!(rows.iter().all(|r| r.len() >= col + width));
+    let (rb, cb, z) = (tail.row_bias, tail.col_bias, tail.residual);
+    assert!(rb.is_empty() || rb.len() >= m);
+    assert!(cb.is_empty() || cb.len() >= width);
+    assert!(z.is_empty() || (z.len() >= m && z.iter().take(m).all(|r| r.len() >= col + width)));
 }
 
 /// A row of micro-tiles: the A micro-panel `a` (`kc * mr(isa)` floats, k-major; `rows.len() ≤
@@ -188,11 +195,7 @@ pub(crate) fn micro_row(
     assert!((1..=mr).contains(&m) && ldb >= nr && (kc == 0 || step >= nr));
     assert!(a.len() >= kc * mr);
     assert!(kc == 0 || panels == 0 || b.len() >= (panels - 1) * step + (kc - 1) * ldb + nr);
-    assert!(rows.iter().all(|r| r.len() >= col + width));
-    let (rb, cb, z) = (tail.row_bias, tail.col_bias, tail.residual);
-    assert!(rb.is_empty() || rb.len() >= m);
-    assert!(cb.is_empty() || cb.len() >= width);
-    assert!(z.is_empty() || (z.len() >= m && z.iter().take(m).all(|r| r.len() >= col + width)));
+    check_rows_and_tail(rows, col, width, tail);
     #[cfg(target_arch = "x86_64")]
     if matches!(isa, Isa::Avx2Fma | Isa::Avx512) {
         assert!(
@@ -227,7 +230,7 @@ pub(crate) fn micro_row(
     }
     for q in 0..panels {
         let t = TileTail {
-            col_bias: cb.get(q * nr..).unwrap_or(&[]),
+            col_bias: tail.col_bias.get(q * nr..).unwrap_or(&[]),
             ..*tail
         };
         micro_column(
