@@ -105,6 +105,10 @@ fn all(isa: Isa) {
         params(1, 5, 9, 20, 3, (5, 3), (3, 2), [2, 0, 2, 1], (2, 3), 1),
         params(1, 2, 5, 1, 3, (3, 3), (2, 2), [1, 1, 1, 1], (1, 1), 1),
         params(1, 40, 15, 15, 9, (3, 3), (2, 2), [1, 1, 1, 1], (1, 1), 1),
+        // Staged rows wider than a tile: panels inside one output row (one copy per panel
+        // row) and panels across two, at strides 2 and 1.
+        params(1, 3, 9, 140, 5, (7, 7), (2, 2), [3, 3, 3, 3], (1, 1), 1),
+        params(1, 2, 4, 80, 3, (3, 3), (1, 1), [1, 1, 1, 1], (1, 1), 1),
         // A horizontal stride with pads too wide to stage: the strided gather.
         params(1, 2, 4, 5, 3, (3, 3), (1, 2), [1, 1000, 1, 999], (1, 1), 1),
         // 1×1 with strides and no pads: the input sampled at the stride, then pointwise.
