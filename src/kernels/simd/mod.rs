@@ -11,6 +11,8 @@ use super::cpu::{self, Isa};
 mod avx2;
 #[cfg(target_arch = "x86_64")]
 mod avx512;
+#[cfg(target_arch = "x86_64")]
+mod avx512_depthwise;
 mod portable;
 
 /// Register tile height (rows of C) of the micro-kernel of `isa`.
@@ -494,9 +496,9 @@ pub(crate) fn depthwise_planes(
                 // `x`; kw ≤ DW_MAX_KW (checked).
                 unsafe {
                     if g.stride.1 == 1 {
-                        avx512::depthwise_planes::<1>(&plane, planes, xp, wp, bp, op)
+                        avx512_depthwise::depthwise_planes::<1>(&plane, planes, xp, wp, bp, op)
                     } else {
-                        avx512::depthwise_planes::<2>(&plane, planes, xp, wp, bp, op)
+                        avx512_depthwise::depthwise_planes::<2>(&plane, planes, xp, wp, bp, op)
                     }
                 }
                 return true;

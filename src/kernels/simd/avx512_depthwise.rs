@@ -1,0 +1,398 @@
+//! AVX-512F depthwise-convolution plane kernels: 16-wide column blocks with masked loads
+//! (padding is never materialised), and for 3×3 filters several output rows at a time, each
+//! input row loaded once, with the nine weights in registers.
+#![allow(clippy::incompatible_msrv)] // AVX-512 intrinsics are stable since Rust 1.89.
+
+use std::arch::x86_64::*;
+
+use super::{DwPlane, DW_MAX_KW};
+
+/// Lanes `i < 16` whose index `start + i` lies in `0..len`.
+#[inline(always)]
+fn lane_mask(start: isize, len: usize) -> __mmask16 {
+    let lo = (-start).clamp(0, 16) as u32;
+    let hi = (len as isize - start).clamp(0, 16) as u32;
+    if hi <= lo {
+        return 0;
+    }
+    let upto = if hi == 16 { 0xFFFF } else { (1u32 << hi) - 1 };
+    (upto & !((1u32 << lo) - 1)) as __mmask16
+}
+
+/// `planes` consecutive planes of a depthwise convolution with horizontal stride `S` (1 or 2)
+/// and dilation 1, plane `c` reading input plane `c` of `x`, filter `c` of `w` (`kh·kw` each)
+/// and bias `c` (0 when `bias` is null):
+/// `out[c][oy][ox] = bias[c] + Σ_ky Σ_kx w[c][ky][kx] · x[c][oy·sh + ky·dh − pad_top][ox·S + kx − pad_left]`,
+/// positions outside the input reading as zero (padding is never materialised).
+///
+/// Columns are walked in groups of up to four 16-wide blocks; the load masks of a group are
+/// computed once for all its rows and, when the plane is one group wide (at most 64 columns),
+/// for all the planes: at 7×7 or 14×14 that setup cost as much as the arithmetic. Each block
+/// has two accumulators (even and odd kernel rows), so that independent FMA chains hide the
+/// FMA latency.
+///
+/// # Safety
+/// - The CPU supports AVX-512F.
+/// - `x` is valid for reads of `planes·in_h·in_w` floats, `w` of `planes·kh·kw`, `bias` (when
+///   not null) of `planes`, `out` for writes of `planes·oh·ow` and does not overlap `x`;
+///   `kw ≤ DW_MAX_KW`.
+#[target_feature(enable = "avx512f")]
+pub(super) unsafe fn depthwise_planes<const S: usize>(
+    g: &DwPlane,
+    planes: usize,
+    x: *const f32,
+    w: *const f32,
+    bias: *const f32,
+    out: *mut f32,
+) {
+    let (in_len, out_len, w_len) = (g.in_h * g.in_w, g.oh * g.ow, g.kh * g.kw);
+    // The 3×3 rows keep `DW_ROWS` rows of accumulators: at most two blocks wide, so that
+    // they, the inputs and the weights fit in the 32 registers.
+    let widest = if dw_3x3_rows::<S>(g) { 2 } else { 4 };
+    // Planes at most 64 wide: each column group's setup is made once for all the planes (at
+    // 56², plane by plane through both of the 3×3 rows' groups measured no faster).
+    let one_group = g.ow <= 64;
+    let groups_of = |c: usize| if one_group { planes - c } else { 1 };
+    let mut c = 0;
+    while c < planes {
+        let n = groups_of(c);
+        // SAFETY: planes `c .. c + n` are inside the buffers (contract).
+        let (xc, wc, oc) = unsafe { (x.add(c * in_len), w.add(c * w_len), out.add(c * out_len)) };
+        // (A null `bias` stays null: offsetting it would make it look like biases.)
+        let bc = if bias.is_null() {
+            bias
+        } else {
+            bias.wrapping_add(c)
+        };
+        let mut ox0 = 0;
+        while ox0 < g.ow {
+            let blocks = (g.ow - ox0).div_ceil(16).min(widest);
+            let at = (xc, wc, bc, oc);
+            // SAFETY: forwarded contract for planes `c .. c + n`; the blocks written lie in
+            // columns `ox0..ow`.
+            unsafe {
+                match blocks {
+                    1 => depthwise_blocks::<S, 1>(g, n, at, ox0),
+                    2 => depthwise_blocks::<S, 2>(g, n, at, ox0),
+                    3 => depthwise_blocks::<S, 3>(g, n, at, ox0),
+                    _ => depthwise_blocks::<S, 4>(g, n, at, ox0),
+                }
+            }
+            ox0 += 16 * blocks;
+        }
+        c += n;
+    }
+}
+
+/// Whether [`depthwise_rows_3x3`] computes the planes of `g` (horizontal stride `S`).
+fn dw_3x3_rows<const S: usize>(g: &DwPlane) -> bool {
+    g.kh == 3 && g.kw == 3 && g.dilation_h == 1 && g.stride_h == S
+}
+
+/// Columns `ox0 .. ox0 + 16·NB` of every row of `planes` planes of [`depthwise_planes`], whose
+/// input, filters, biases (or null) and output start at `(x, w, bias, out)`.
+///
+/// # Safety
+/// As [`depthwise_planes`], with `ox0 < ow`.
+#[target_feature(enable = "avx512f")]
+#[inline]
+unsafe fn depthwise_blocks<const S: usize, const NB: usize>(
+    g: &DwPlane,
+    planes: usize,
+    (x, w, bias, out): (*const f32, *const f32, *const f32, *mut f32),
+    ox0: usize,
+) {
+    // Per kernel column and block: where its 16 (strided) inputs start, and their load masks
+    // (two 16-lane halves when S = 2).
+    let mut start = [[0isize; NB]; DW_MAX_KW];
+    let mut masks = [[(0 as __mmask16, 0 as __mmask16); NB]; DW_MAX_KW];
+    for kx in 0..g.kw {
+        for b in 0..NB {
+            let s0 = ((ox0 + 16 * b) * S + kx) as isize - g.pad_left as isize;
+            start[kx][b] = s0;
+            masks[kx][b] = (lane_mask(s0, g.in_w), lane_mask(s0 + 16, g.in_w));
+        }
+    }
+    let even_idx = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    let clamp = g
+        .clamp
+        .map(|(lo, hi)| (_mm512_set1_ps(lo), _mm512_set1_ps(hi)));
+    let pieces = Dw3Pieces::new::<S>(g, ox0);
+    for c in 0..planes {
+        // SAFETY: plane `c < planes` of each buffer (contract).
+        let (x, w, out, bias) = unsafe {
+            (
+                x.add(c * g.in_h * g.in_w),
+                w.add(c * g.kh * g.kw),
+                out.add(c * g.oh * g.ow),
+                if bias.is_null() { 0.0 } else { *bias.add(c) },
+            )
+        };
+        let at = (x, w, bias, out);
+        // SAFETY: one plane of the contract's buffers, `ox0 < ow`; a 3×3 filter for the
+        // 3×3 rows.
+        unsafe {
+            if dw_3x3_rows::<S>(g) {
+                depthwise_rows_3x3::<S, NB>(g, at, ox0, &pieces, clamp)
+            } else {
+                depthwise_rows::<S, NB>(g, at, ox0, (&start, &masks), even_idx, clamp)
+            }
+        };
+    }
+}
+
+/// Stores the `NB` 16-column blocks `sums` of output row `oy` of a depthwise plane from column
+/// `ox0` on, clamped to `clamp`; lanes past the row's end are not written.
+///
+/// # Safety
+/// `out` holds the plane's `oh·ow` floats, `oy < oh` and `ox0 < ow`.
+#[target_feature(enable = "avx512f")]
+#[inline]
+unsafe fn store_dw_row<const NB: usize>(
+    g: &DwPlane,
+    out: *mut f32,
+    (oy, ox0): (usize, usize),
+    sums: [__m512; NB],
+    clamp: Option<(__m512, __m512)>,
+) {
+    for (b, &sum) in sums.iter().enumerate() {
+        let o = ox0 + 16 * b;
+        if o >= g.ow {
+            break;
+        }
+        let n = (g.ow - o).min(16);
+        let mask = if n == 16 { 0xFFFF } else { (1u16 << n) - 1 };
+        let mut v = sum;
+        if let Some((lo, hi)) = clamp {
+            // max(lo, v) and min(hi, v) return v when it is NaN (the second operand).
+            v = _mm512_min_ps(hi, _mm512_max_ps(lo, v));
+        }
+        // SAFETY: lanes `0..n` are `out[oy·ow + o ..][..n]`, inside the `oh·ow` floats.
+        unsafe { _mm512_mask_storeu_ps(out.add(oy * g.ow + o), mask, v) };
+    }
+}
+
+/// The 16 inputs of one kernel tap for a block of 16 output columns at horizontal stride `S`
+/// (1 or 2), from `p` on: lanes outside the masks read as zeros (at stride 2, two masked
+/// loads and the even lanes of both).
+///
+/// # Safety
+/// The lanes `(m0, m1)` select (from `p` and `p + 16`) are readable.
+#[target_feature(enable = "avx512f")]
+#[inline]
+unsafe fn dw_inputs<const S: usize>(
+    p: *const f32,
+    (m0, m1): (__mmask16, __mmask16),
+    even_idx: __m512i,
+) -> __m512 {
+    // SAFETY: masked-off lanes are not accessed; the others are readable (contract).
+    let lo = unsafe { _mm512_maskz_loadu_ps(m0, p) };
+    if S == 1 {
+        lo
+    } else {
+        // SAFETY: as above.
+        let hi = unsafe { _mm512_maskz_loadu_ps(m1, p.wrapping_add(16)) };
+        _mm512_permutex2var_ps(lo, even_idx, hi)
+    }
+}
+
+/// Output rows [`depthwise_rows_3x3`] computes together: each input row is loaded once for
+/// every row of the block it feeds (up to three at stride 1), and the block's rows are
+/// independent FMA chains.
+const DW_ROWS: usize = 4;
+
+/// Most 16-float pieces of an input row the 3×3 rows read per column group (`2·4 + 1` for
+/// four blocks at stride 2).
+const DW3_PIECES: usize = 9;
+
+/// Where the 3×3 rows read an input row for the blocks from output column `ox0` on: the
+/// 16-float pieces from column `base = ox0·S − pad_left` on, and each piece's load mask (the
+/// lanes inside the row).
+struct Dw3Pieces {
+    base: isize,
+    masks: [__mmask16; DW3_PIECES],
+}
+
+impl Dw3Pieces {
+    /// The pieces for horizontal stride `S`.
+    fn new<const S: usize>(g: &DwPlane, ox0: usize) -> Self {
+        let base = (ox0 * S) as isize - g.pad_left as isize;
+        Dw3Pieces {
+            base,
+            masks: std::array::from_fn(|t| lane_mask(base + 16 * t as isize, g.in_w)),
+        }
+    }
+}
+
+/// The inputs of the three kernel columns for `NB` 16-column blocks of one input row `row` at
+/// horizontal stride `S` (1 or 2): `v[kx][b]` lane `i` is `row[base + S·(16b + i) + kx]`, zero
+/// outside the row. Each 16-float piece of the row is loaded once (masked to the row), and
+/// the taps are its lanes shifted (`valignd`) or, at stride 2, its even and odd lanes.
+///
+/// # Safety
+/// The lanes the masks of `p` select, from `row + p.base`, are readable.
+#[target_feature(enable = "avx512f")]
+#[inline]
+unsafe fn dw3_inputs<const S: usize, const NB: usize>(
+    row: *const f32,
+    p: &Dw3Pieces,
+) -> [[__m512; NB]; 3] {
+    // SAFETY: masked-off lanes are not accessed, the others are readable (contract);
+    // `wrapping_offset` keeps the address arithmetic defined.
+    let piece = |t: usize| unsafe {
+        _mm512_maskz_loadu_ps(p.masks[t], row.wrapping_offset(p.base + 16 * t as isize))
+    };
+    let mut v = [[_mm512_setzero_ps(); NB]; 3];
+    let [v0, v1, v2] = &mut v;
+    if S == 1 {
+        let mut lo = piece(0);
+        for (b, ((v0, v1), v2)) in v0.iter_mut().zip(v1).zip(v2).enumerate() {
+            let hi = piece(b + 1);
+            *v0 = lo;
+            *v1 = _mm512_castsi512_ps(_mm512_alignr_epi32::<1>(
+                _mm512_castps_si512(hi),
+                _mm512_castps_si512(lo),
+            ));
+            *v2 = _mm512_castsi512_ps(_mm512_alignr_epi32::<2>(
+                _mm512_castps_si512(hi),
+                _mm512_castps_si512(lo),
+            ));
+            lo = hi;
+        }
+    } else {
+        let even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+        let odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+        let mut first = piece(0);
+        for (b, ((v0, v1), v2)) in v0.iter_mut().zip(v1).zip(v2).enumerate() {
+            let second = piece(2 * b + 1);
+            let next = piece(2 * b + 2);
+            let e = _mm512_permutex2var_ps(first, even, second);
+            *v0 = e;
+            *v1 = _mm512_permutex2var_ps(first, odd, second);
+            // Lanes 1..16 of the even lanes, then the next piece's first float.
+            *v2 = _mm512_castsi512_ps(_mm512_alignr_epi32::<1>(
+                _mm512_castps_si512(next),
+                _mm512_castps_si512(e),
+            ));
+            first = next;
+        }
+    }
+    v
+}
+
+/// [`depthwise_rows`] for a 3×3 filter with equal strides `S` (1 or 2) and vertical dilation 1:
+/// its nine weights stay in registers, and [`DW_ROWS`] output rows are computed together, each
+/// input row loaded once ([`dw3_inputs`]) for all the rows it feeds. One row at a time loaded
+/// each input row three times per kernel column, and its masks and column starts did not fit
+/// in registers beside it (the loop spent more on reloading them than on its FMAs:
+/// `kernel_bench`, 1 thread, 144 channels at 56² 28 → 40–50 GFLOP/s, 576 at 14² 21 → 40–50).
+///
+/// # Safety
+/// As [`depthwise_rows`], with `kh = kw = 3`, `stride_h = S`, `dilation_h = 1`, and `pieces`
+/// made for `g` and `ox0`.
+#[target_feature(enable = "avx512f")]
+#[inline]
+unsafe fn depthwise_rows_3x3<const S: usize, const NB: usize>(
+    g: &DwPlane,
+    (x, w, bias, out): (*const f32, *const f32, f32, *mut f32),
+    ox0: usize,
+    pieces: &Dw3Pieces,
+    clamp: Option<(__m512, __m512)>,
+) {
+    // SAFETY: `w` holds the filter's 9 floats (contract).
+    let wv: [__m512; 9] = std::array::from_fn(|i| _mm512_set1_ps(unsafe { *w.add(i) }));
+    let mut oy0 = 0;
+    while oy0 < g.oh {
+        let mut acc = [[_mm512_set1_ps(bias); NB]; DW_ROWS];
+        // Input row `top + j` feeds output row `oy0 + r` through kernel row `j - r·S`.
+        let top = (oy0 * S) as isize - g.pad_top as isize;
+        for j in 0..(DW_ROWS - 1) * S + 3 {
+            let iy = top + j as isize;
+            if iy < 0 || iy >= g.in_h as isize {
+                continue;
+            }
+            // SAFETY: the pieces' masks select the columns `0..in_w` of row `iy < in_h`,
+            // inside `x`.
+            let v = unsafe { dw3_inputs::<S, NB>(x.wrapping_add(iy as usize * g.in_w), pieces) };
+            for (r, acc) in acc.iter_mut().enumerate() {
+                let Some(ky) = j.checked_sub(r * S).filter(|&ky| ky < 3) else {
+                    continue;
+                };
+                for (kx, v) in v.iter().enumerate() {
+                    for (a, &v) in acc.iter_mut().zip(v) {
+                        *a = _mm512_fmadd_ps(wv[ky * 3 + kx], v, *a);
+                    }
+                }
+            }
+        }
+        // Rows past the plane's end (the last block) were computed but are not stored.
+        for (r, &sums) in acc.iter().enumerate().take(g.oh - oy0) {
+            // SAFETY: row `oy0 + r < oh` of the plane's output, `ox0 < ow` (contract).
+            unsafe { store_dw_row(g, out, (oy0 + r, ox0), sums, clamp) };
+        }
+        oy0 += DW_ROWS;
+    }
+}
+
+/// The rows of one plane of [`depthwise_blocks`], with its column starts and load masks.
+///
+/// # Safety
+/// As [`depthwise_planes`] for one plane whose input, filter and output start at `x`, `w`
+/// and `out`, with `ox0 < ow`.
+#[target_feature(enable = "avx512f")]
+#[inline]
+#[allow(clippy::type_complexity)]
+unsafe fn depthwise_rows<const S: usize, const NB: usize>(
+    g: &DwPlane,
+    (x, w, bias, out): (*const f32, *const f32, f32, *mut f32),
+    ox0: usize,
+    (start, masks): (
+        &[[isize; NB]; DW_MAX_KW],
+        &[[(__mmask16, __mmask16); NB]; DW_MAX_KW],
+    ),
+    even_idx: __m512i,
+    clamp: Option<(__m512, __m512)>,
+) {
+    for oy in 0..g.oh {
+        let mut even = [_mm512_set1_ps(bias); NB];
+        let mut odd = [_mm512_setzero_ps(); NB];
+        // Adds kernel row `ky` into `acc` (skipped when the row falls in the padding). A macro
+        // rather than a choice of `&mut even` or `&mut odd` at run time: a reference chosen at
+        // run time keeps both arrays in memory, and every FMA then waits on a store.
+        macro_rules! kernel_row {
+            ($ky:expr, $acc:ident) => {{
+                let ky = $ky;
+                let iy = (oy * g.stride_h + ky * g.dilation_h) as isize - g.pad_top as isize;
+                if iy >= 0 && iy < g.in_h as isize {
+                    // Rows outside the image were skipped, so `row` is the start of an input
+                    // row.
+                    let row = x.wrapping_add(iy as usize * g.in_w);
+                    for kx in 0..g.kw {
+                        // SAFETY: `w` holds `kh·kw` floats (contract). Loads are masked to the
+                        // columns `0..in_w` of row `iy < in_h` (masked-off lanes are not
+                        // accessed), so they stay inside `x`; `wrapping_offset` keeps the
+                        // address arithmetic defined.
+                        unsafe {
+                            let wv = _mm512_set1_ps(*w.add(ky * g.kw + kx));
+                            for b in 0..NB {
+                                let p = row.wrapping_offset(start[kx][b]);
+                                let v = dw_inputs::<S>(p, masks[kx][b], even_idx);
+                                $acc[b] = _mm512_fmadd_ps(wv, v, $acc[b]);
+                            }
+                        }
+                    }
+                }
+            }};
+        }
+        // Even kernel rows into `even`, odd ones into `odd`: two independent FMA chains.
+        for pair in 0..g.kh.div_ceil(2) {
+            kernel_row!(2 * pair, even);
+            if 2 * pair + 1 < g.kh {
+                kernel_row!(2 * pair + 1, odd);
+            }
+        }
+        let sums: [__m512; NB] = std::array::from_fn(|b| _mm512_add_ps(even[b], odd[b]));
+        // SAFETY: row `oy < oh` of the plane's output, `ox0 < ow` (contract).
+        unsafe { store_dw_row(g, out, (oy, ox0), sums, clamp) };
+    }
+}
