@@ -626,13 +626,20 @@ fn run_task(
             let nr_eff = nr.min(width - col);
             let j = jc + t.j0 + col;
             let rows = &mut t.rows[r0..r1];
-            // A B read in place, whose rows are far apart: the next column's micro-panel,
-            // prefetched by this one. Not a packed B that one A micro-panel uses (a matrix times
-            // a vector): a fully connected layer of 1280 → 1000 gained 12–19% with its weights
-            // from memory, but lost 10–24% with them in L3, as inside MobileNetV2.
+            // The next column's micro-panel, prefetched by this one: of a B read in place,
+            // whose rows are far apart (into L1), and of a packed B over more than one A
+            // micro-panel (into L2: prepacked weights come from memory, and their panels were
+            // first fetched by the tile that used them; `kernel_bench`, cold, 1 thread, BERT's
+            // 128-token GEMMs 768→3072 93 → 99 GFLOP/s, 3072→768 97 → 101, 1024³ and the
+            // convolutions unchanged). Not a packed B that one A micro-panel uses (a matrix
+            // times a vector): a fully connected layer of 1280 → 1000 gained 12–19% with its
+            // weights from memory, but lost 10–24% with them in L3, as inside MobileNetV2.
             let next_b: &[f32] = match b_pan {
                 BBlock::Direct { rows, .. } if !rows_outer && col + 2 * nr <= width => {
                     &rows[j + nr..]
+                }
+                BBlock::Packed(p) if !rows_outer && rows.len() > mr && col + nr < width => {
+                    &p[(t.j0 / nr + jp + 1) * kc * nr..]
                 }
                 _ => &[],
             };

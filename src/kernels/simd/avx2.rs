@@ -60,7 +60,7 @@ unsafe fn store_setup(nr: usize, alpha: f32, beta: f32, tail: &RawTail) -> Store
 /// `clamp(alpha·acc + beta·C + row_bias + col_bias)` through `s`; meanwhile prefetches
 /// the `kc` A columns from `pf` on (the next micro-panel: any address, only prefetched) and,
 /// when `PB`, the `kc` B rows from `pfb` on (`ldb` apart: the next column's micro-panel of a B
-/// read in place).
+/// read in place, or of a packed B when `ldb = 16`).
 ///
 /// # Safety
 /// - The CPU supports AVX2 and FMA.
@@ -110,8 +110,13 @@ unsafe fn tile<const M: usize, const PB: bool>(
             // The next column's B rows k and k + 1 (16 floats each: a line, or two when
             // unaligned).
             for q in [pfb.wrapping_add(k * ldb), pfb.wrapping_add((k + 1) * ldb)] {
-                _mm_prefetch::<_MM_HINT_T0>(q as *const i8);
-                _mm_prefetch::<_MM_HINT_T0>(q.wrapping_add(15) as *const i8);
+                // A packed micro-panel (`ldb = 16`, see `TileTail::next_b`) into L2.
+                if ldb == 16 {
+                    _mm_prefetch::<_MM_HINT_T1>(q as *const i8);
+                } else {
+                    _mm_prefetch::<_MM_HINT_T0>(q as *const i8);
+                    _mm_prefetch::<_MM_HINT_T0>(q.wrapping_add(15) as *const i8);
+                }
             }
         }
         step(k);

@@ -63,7 +63,7 @@ unsafe fn store_setup(nr: usize, alpha: f32, beta: f32, tail: &RawTail) -> Store
 /// `clamp(alpha·acc + beta·C + row_bias + col_bias + residual)` through `s`; meanwhile prefetches
 /// the `kc` A columns from `pf` on (the next micro-panel: any address, only prefetched) and,
 /// when `PB`, the `kc` B rows from `pfb` on (`ldb` apart: the next column's micro-panel of a B
-/// read in place).
+/// read in place, or of a packed B when `ldb = 32`).
 ///
 /// # Safety
 /// - The CPU supports AVX-512F.
@@ -116,8 +116,14 @@ unsafe fn tile<const M: usize, const W2: bool, const PB: bool>(
         _mm_prefetch::<_MM_HINT_T0>(pf.wrapping_add(k * MR) as *const i8);
         if PB {
             for q in [pfb.wrapping_add(k * ldb), pfb.wrapping_add((k + 1) * ldb)] {
-                _mm_prefetch::<_MM_HINT_T0>(q as *const i8);
-                _mm_prefetch::<_MM_HINT_T0>(q.wrapping_add(16) as *const i8);
+                // A packed micro-panel (`ldb = 32`, see `TileTail::next_b`) into L2.
+                if ldb == 32 {
+                    _mm_prefetch::<_MM_HINT_T1>(q as *const i8);
+                    _mm_prefetch::<_MM_HINT_T1>(q.wrapping_add(16) as *const i8);
+                } else {
+                    _mm_prefetch::<_MM_HINT_T0>(q as *const i8);
+                    _mm_prefetch::<_MM_HINT_T0>(q.wrapping_add(16) as *const i8);
+                }
             }
         }
         step(k);

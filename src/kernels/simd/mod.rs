@@ -54,8 +54,10 @@ pub(crate) struct TileTail<'a> {
     /// `min(max(x, lo), hi)`, NaN kept (`Relu` is `(0, +inf)`).
     pub clamp: Option<(f32, f32)>,
     /// The B micro-panel of the next column (same row stride as this one), only prefetched,
-    /// never read: a B read in place, whose rows are far apart, is brought into the cache
-    /// while this column computes. Empty: none.
+    /// never read: a B read in place, whose rows are far apart, is brought into L1 while this
+    /// column computes, and a packed one (row stride `nr`, contiguous) into L2, where it does
+    /// not evict the panel in use. A B read in place with a next column is wider than two
+    /// tiles, so its row stride is never `nr`. Empty: none.
     pub next_b: &'a [f32],
 }
 
