@@ -2,10 +2,11 @@
 //! Rust type and to its variant of [`TensorData`], so operators are written once, generic over
 //! `T: Elem`, and dispatched over a tensor's dtype with [`dispatch_stored!`](crate::dispatch_stored).
 
+use super::dtype::DataType;
 use super::narrow::{
     self, F8E4M3Fn, F8E4M3FnUz, F8E5M2FnUz, F4E2M1, F8E5M2, F8E8M0, I2, I4, U2, U4,
 };
-use super::tensor::{DataType, TensorData};
+use super::tensor::TensorData;
 use half::{bf16, f16};
 
 /// A Rust type that stores one ONNX element type.

@@ -3,6 +3,7 @@
 #![forbid(unsafe_code)]
 
 mod caller;
+mod dtype;
 mod elem;
 pub mod import;
 pub mod narrow;
@@ -11,11 +12,12 @@ mod tensor;
 mod value;
 
 pub use caller::CallerF32;
+pub use dtype::DataType;
 pub use elem::Elem;
 pub use import::Outer;
 pub use import::{import, Weight};
 pub use pooled::PooledF32;
-pub use tensor::{numel, try_filled, DataType, Tensor, TensorData};
+pub use tensor::{numel, try_filled, Tensor, TensorData};
 pub use value::Value;
 
 use std::collections::BTreeMap;

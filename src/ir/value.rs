@@ -2,7 +2,8 @@
 //! tensors cross the ONNXIFI boundary; the other kinds live inside a run (sequence and optional
 //! operators, loop-carried values).
 
-use super::tensor::{DataType, Tensor};
+use super::dtype::DataType;
+use super::tensor::Tensor;
 use crate::error::{Error, Result, Status};
 
 /// A run-time value.

@@ -603,17 +603,7 @@ fn run_task(
                     let rs = (t.i0 + r0, t.residual.get(r0..r1).unwrap_or(&[]));
                     let tail = tile_tail(ep, rs, j..j + full * nr, clamp, &[]);
                     simd::micro_row(isa, kc, a_task, b_row, rows, 0, full, alpha, beta, &tail);
-                    if rest != Activation::None {
-                        simd::vectorize(
-                            isa,
-                            #[inline(always)]
-                            || {
-                                for row in rows.iter_mut() {
-                                    rest.apply_inline(&mut row[..full * nr]);
-                                }
-                            },
-                        );
-                    }
+                    apply_rest(isa, rest, rows, 0..full * nr);
                     full
                 }
                 _ => 0,
@@ -629,9 +619,9 @@ fn run_task(
             // The next column's micro-panel, prefetched by this one: of a B read in place,
             // whose rows are far apart (into L1), and of a packed B over more than one A
             // micro-panel (into L2: prepacked weights come from memory, and their panels were
-            // first fetched by the tile that used them; `kernel_bench`, cold, 1 thread, BERT's
-            // 128-token GEMMs 768→3072 93 → 99 GFLOP/s, 3072→768 97 → 101, 1024³ and the
-            // convolutions unchanged). Not a packed B that one A micro-panel uses (a matrix
+            // first fetched by the tile that used them; `kernel_bench`, cold, 1 thread, one
+            // binary with and without it, BERT's 128-token GEMMs 768→3072 93 → 99 GFLOP/s,
+            // 3072→768 97 → 101, 1024³ and the convolutions unchanged). Not a packed B that one A micro-panel uses (a matrix
             // times a vector): a fully connected layer of 1280 → 1000 gained 12–19% with its
             // weights from memory, but lost 10–24% with them in L3, as inside MobileNetV2.
             let next_b: &[f32] = match b_pan {
@@ -650,17 +640,7 @@ fn run_task(
                 simd::micro_column(
                     isa, kc, a_rows, b_micro, ldb, rows, col, nr_eff, alpha, beta, &tail,
                 );
-                if rest != Activation::None {
-                    simd::vectorize(
-                        isa,
-                        #[inline(always)]
-                        || {
-                            for row in rows.iter_mut() {
-                                rest.apply_inline(&mut row[col..col + nr_eff]);
-                            }
-                        },
-                    );
-                }
+                apply_rest(isa, rest, rows, col..col + nr_eff);
             };
             match b_pan {
                 BBlock::Packed(p) => column(&p[(t.j0 / nr + jp) * kc * nr..], nr),
@@ -717,6 +697,22 @@ fn tile_tail<'a>(
             next_b,
             ..TileTail::default()
         },
+    }
+}
+
+/// Applies `act` (the activation the tiles did not fuse; none: nothing) to columns `cols` of
+/// the just-stored `rows` of C, while they are in L1.
+fn apply_rest(isa: Isa, act: Activation, rows: &mut [&mut [f32]], cols: std::ops::Range<usize>) {
+    if act != Activation::None {
+        simd::vectorize(
+            isa,
+            #[inline(always)]
+            || {
+                for row in rows.iter_mut() {
+                    act.apply_inline(&mut row[cols.clone()]);
+                }
+            },
+        );
     }
 }
 

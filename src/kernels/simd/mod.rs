@@ -202,11 +202,7 @@ pub(crate) fn micro_row(
     check_rows_and_tail(rows, col, width, tail);
     #[cfg(target_arch = "x86_64")]
     if matches!(isa, Isa::Avx2Fma | Isa::Avx512) {
-        assert!(
-            cpu::supported(isa),
-            "{} not supported by this CPU",
-            cpu::name(isa)
-        );
+        assert_supported(isa);
         let raw = RawTail::of(tail);
         let kernel = match isa {
             Isa::Avx512 => avx512::kernel_row,
@@ -253,6 +249,16 @@ pub(crate) fn micro_row(
     }
 }
 
+/// Panics unless the CPU supports `isa` (before any of its `#[target_feature]` kernels runs).
+#[cfg(target_arch = "x86_64")]
+fn assert_supported(isa: Isa) {
+    assert!(
+        cpu::supported(isa),
+        "{} not supported by this CPU",
+        cpu::name(isa)
+    );
+}
+
 /// [`micro_column`] by the AVX2 or AVX-512 column kernel (lengths checked by the caller). The
 /// kernels index the row slices themselves: no per-column pointer arrays.
 #[cfg(target_arch = "x86_64")]
@@ -270,11 +276,7 @@ fn simd_column(
     beta: f32,
     tail: &TileTail,
 ) {
-    assert!(
-        cpu::supported(isa),
-        "{} not supported by this CPU",
-        cpu::name(isa)
-    );
+    assert_supported(isa);
     let raw = RawTail::of(tail);
     let kernel = match isa {
         Isa::Avx512 => avx512::kernel_column,
