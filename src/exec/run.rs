@@ -47,6 +47,10 @@ impl BufferPool {
                 }
                 Ok(data)
             }
+            // Fresh float storage starts on a cache line (see `PooledF32`).
+            None if dtype == DataType::F32 => {
+                Ok(TensorData::Pooled(PooledF32::new(Vec::new(), len)?))
+            }
             None => TensorData::zeros(dtype, len),
         }
     }

@@ -16,7 +16,8 @@
 //! - [`elementwise`]: broadcasting binary ops, per-channel affine (BatchNormalization).
 //! - [`broadcast`]: numpy-broadcasting maps of one to three inputs, for any element type.
 //! - [`scalar`]: [`scalar::Scalar`], arithmetic on every numeric element type.
-//! - [`scratch`]: per-thread scratch buffers kept between calls (no allocation once warm).
+//! - [`scratch`]: scratch buffers kept between calls (no allocation once warm), cache-line
+//!   aligned ([`aligned::AlignedVec`]).
 //! - [`softmax`]: softmax / log-softmax along an axis.
 //! - [`transpose`]: N-D axis permutation.
 //! - [`activation`]: [`activation::Activation`] (Relu, LeakyRelu, Clip, Sigmoid, Tanh, Erf, Gelu).
@@ -32,6 +33,7 @@
 #![warn(missing_docs)]
 
 pub mod activation;
+pub mod aligned;
 pub mod broadcast;
 pub mod conv;
 pub mod cpu;

@@ -21,6 +21,7 @@
 use rayon::prelude::*;
 
 use super::activation::Activation;
+use super::aligned::AlignedVec;
 use super::conv::Conv2dParams;
 use super::cpu::Isa;
 use super::gemm::{self, Epilogue, MatRef, PackedB};
@@ -281,7 +282,7 @@ fn lane_isa(isa: Isa) -> Isa {
 
 /// Scratch buffers (see [`scratch`]) for transformed inputs and GEMM outputs, at least `v_len`
 /// and `m_len` floats (contents stale); handed back with [`scratch::give`].
-fn take_scratch(v_len: usize, m_len: usize) -> (Vec<f32>, Vec<f32>) {
+fn take_scratch(v_len: usize, m_len: usize) -> (AlignedVec, AlignedVec) {
     (scratch::take(v_len), scratch::take(m_len))
 }
 

@@ -10,6 +10,7 @@ use super::{
     kc_block, tile_size, Activation, Bias, Epilogue, Isa, MatRef, PackedA, PackedB, PanelSource,
     MC, NC, PAR_MIN_FLOPS,
 };
+use crate::kernels::aligned::AlignedVec;
 use crate::kernels::scratch;
 use crate::kernels::simd::{self, TileTail};
 
@@ -211,13 +212,13 @@ pub(super) fn gemm(
     // Packing buffers, kept between calls (see `scratch`).
     let mut a_buf = match a {
         Src::Mat(_) => scratch::take(m_pad * kcb.min(k)),
-        _ => Vec::new(),
+        _ => AlignedVec::default(),
     };
     let mut b_buf = match b {
-        _ if stream => Vec::new(),
-        Src::Mat(_) if direct_b => Vec::new(),
+        _ if stream => AlignedVec::default(),
+        Src::Mat(_) if direct_b => AlignedVec::default(),
         Src::Mat(_) | Src::Panels(_) => scratch::take(kcb.min(k) * NC.min(n.div_ceil(nr) * nr)),
-        _ => Vec::new(),
+        _ => AlignedVec::default(),
     };
 
     // Task grid: row blocks of `mb` rows × column chunks of `cb` columns.
@@ -447,11 +448,11 @@ fn gemm_whole_k(
     let (m_pad, n_pad) = (m.div_ceil(mr) * mr, n.div_ceil(nr) * nr);
     let mut a_buf = match a {
         Src::Mat(_) => scratch::take(m_pad * k),
-        _ => Vec::new(),
+        _ => AlignedVec::default(),
     };
     let mut b_buf = match b_src {
         Some(_) => scratch::take(k * n_pad),
-        None => Vec::new(),
+        None => AlignedVec::default(),
     };
 
     // 1. Pack: every micro-panel of both operands in one parallel region.
@@ -582,7 +583,7 @@ fn run_task(
     // The micro-panel of a streamed B.
     let mut streamed = match b_pan {
         BBlock::Stream { .. } => scratch::take(kc * nr),
-        _ => Vec::new(),
+        _ => AlignedVec::default(),
     };
     let row_step = if rows_outer { mr } else { n_rows.max(1) };
     for r0 in (0..n_rows).step_by(row_step) {

@@ -34,6 +34,7 @@ mod pack;
 #[cfg(test)]
 mod tests;
 
+use super::aligned::AlignedVec;
 use super::cpu::{self, Isa};
 use super::simd;
 #[cfg(test)]
@@ -193,7 +194,7 @@ pub struct PackedA {
     isa: Isa,
     m: usize,
     k: usize,
-    data: Vec<f32>,
+    data: AlignedVec,
 }
 
 impl PackedA {
@@ -207,7 +208,7 @@ impl PackedA {
         a.check("A");
         let (mr, _) = tile_size(isa);
         let m_pad = a.rows.div_ceil(mr) * mr;
-        let mut data = vec![0.0; m_pad * a.cols];
+        let mut data = AlignedVec::zeroed(m_pad * a.cols);
         let kcb = kc_block(isa);
         for k0 in (0..a.cols).step_by(kcb) {
             let kc = kcb.min(a.cols - k0);
@@ -253,7 +254,7 @@ pub struct PackedB {
     isa: Isa,
     k: usize,
     n: usize,
-    data: Vec<f32>,
+    data: AlignedVec,
 }
 
 impl PackedB {
@@ -267,7 +268,7 @@ impl PackedB {
         b.check("B");
         let (_, nr) = tile_size(isa);
         let n_pad = b.cols.div_ceil(nr) * nr;
-        let mut data = vec![0.0; n_pad * b.rows];
+        let mut data = AlignedVec::zeroed(n_pad * b.rows);
         let kcb = kc_block(isa);
         // An empty B packs to nothing, however many rows it has (no loop over 2^62 of them).
         let rows = if n_pad == 0 { 0 } else { b.rows };
