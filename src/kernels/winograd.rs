@@ -193,8 +193,8 @@ fn run_phases(
 ) {
     let (ic, oc) = (p.in_channels, p.out_channels);
     let (oh, ow) = (p.out_h(), p.out_w());
-    let tw = ow.div_ceil(4);
-    let tiles = oh.div_ceil(4) * tw;
+    let (th, tw) = (oh.div_ceil(4), ow.div_ceil(4));
+    let tiles = th * tw;
     let threads = rayon::current_num_threads();
     let par = threads > 1;
     let lane_isa = lane_isa(isa);
@@ -239,22 +239,73 @@ fn run_phases(
                 for_each_chunk(par, me, rows * oc, piece);
             };
             for_each_chunk(par, m, n * oc, gemm_e);
-            // 4. Output transform, L output planes per task.
+            // 4. Output transform, L output planes per task, each group's planes also cut
+            // into bands of tile rows when the groups alone leave threads idle and the block
+            // is whole tile rows (see `output_bands`).
             let m = &*m;
+            let whole_rows = t0 % tw == 0 && (n % tw == 0 || t0 + n == tiles);
+            let bands = output_bands(oc, n.div_ceil(tw), threads, whole_rows);
+            let split = BandSplit {
+                th: n.div_ceil(tw),
+                count: bands,
+                oh: oh - 4 * (t0 / tw),
+                ow,
+                par,
+            };
+            let y_block = 4 * (t0 / tw);
             let tile_out = |(q, planes): (usize, &mut [f32])| {
                 let o0 = q * L;
-                simd::vectorize(
-                    lane_isa,
-                    #[inline(always)]
-                    || {
-                        let mut group: [&mut [f32]; L] = Default::default();
-                        let count = planes.len().div_ceil(oh * ow);
-                        for (g, plane) in group.iter_mut().zip(planes.chunks_mut(oh * ow)) {
-                            *g = plane;
-                        }
-                        output_tiles(p, m, (n, t0, tw, 0), o0, bias, act, &mut group[..count]);
-                    },
-                );
+                let mut group: [&mut [f32]; L] = Default::default();
+                let count = planes.len().div_ceil(oh * ow);
+                for (g, plane) in group.iter_mut().zip(planes.chunks_mut(oh * ow)) {
+                    *g = plane;
+                }
+                if bands == 1 {
+                    simd::vectorize(
+                        lane_isa,
+                        #[inline(always)]
+                        || {
+                            output_tiles(
+                                p,
+                                m,
+                                (n, t0, tw, 0),
+                                0..n,
+                                o0,
+                                bias,
+                                act,
+                                &mut group[..count],
+                            )
+                        },
+                    );
+                    return;
+                }
+                // The block's rows of the group's planes, cut into bands.
+                let mut rows: [&mut [f32]; L] = Default::default();
+                for (r, g) in rows.iter_mut().zip(group.iter_mut()).take(count) {
+                    let plane = std::mem::take(g);
+                    let end = (y_block + 4 * split.th).min(oh) * ow;
+                    *r = &mut plane[y_block * ow..end];
+                }
+                let band = |b: &mut Band| {
+                    let (ta, tb) = (b.ty0 * tw, ((b.ty0 + b.rows) * tw).min(n));
+                    simd::vectorize(
+                        lane_isa,
+                        #[inline(always)]
+                        || {
+                            output_tiles(
+                                p,
+                                m,
+                                (n, t0, tw, y_block + 4 * b.ty0),
+                                ta..tb,
+                                o0,
+                                bias,
+                                act,
+                                b.planes,
+                            )
+                        },
+                    );
+                };
+                split.run(&mut rows[..count], 0, 0..bands, &band);
             };
             for_each_chunk(par, out, L * oh * ow, tile_out);
         }
@@ -267,6 +318,18 @@ fn run_phases(
 /// on `threads` threads: enough for about three tasks a thread, each of at least 16 rows.
 fn gemm_pieces(n: usize, threads: usize) -> usize {
     (3 * threads).div_ceil(E).clamp(1, (n / 16).max(1))
+}
+
+/// Into how many bands of tile rows [`run_phases`] cuts each group of `L` output planes for
+/// the output transform, on `threads` threads, for a block of `th` tile rows (`whole_rows`:
+/// the block is whole tile rows): enough for about two tasks a thread, where the `oc / L`
+/// groups alone would leave threads idle (64 channels make 8 groups: half of 16 threads).
+fn output_bands(oc: usize, th: usize, threads: usize, whole_rows: bool) -> usize {
+    let groups = oc.div_ceil(L);
+    if threads < 2 || !whole_rows || groups >= 2 * threads {
+        return 1;
+    }
+    (2 * threads).div_ceil(groups).clamp(1, th)
 }
 
 /// The ISA of the transforms. They work on L = 8 lanes, one 256-bit register: compiled for
@@ -462,7 +525,7 @@ fn band_task(
             simd::vectorize(
                 lane_isa,
                 #[inline(always)]
-                || output_tiles(p, m, (n, t0, tw, y_base), q * L, bias, act, planes),
+                || output_tiles(p, m, (n, t0, tw, y_base), 0..n, q * L, bias, act, planes),
             );
         }
     }
@@ -570,14 +633,16 @@ fn input_tile(p: &Conv2dParams, x: &[f32], t: usize, tw: usize, vt: &mut [f32]) 
 }
 
 /// The output transform for output channels `o0 .. o0+L` (`planes`, fewer at the end: the
-/// rows from `y_base` on of each output plane) and the `n` tiles of the band starting at tile
-/// `t0` (`tw` tiles per row): `Aᵀ M A + bias`, activated, cropped to the image.
+/// rows from `y_base` on of each output plane) and the tiles `which` of the `n` of the band or
+/// block starting at tile `t0` (`tw` tiles per row): `Aᵀ M A + bias`, activated, cropped to
+/// the image.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 fn output_tiles(
     p: &Conv2dParams,
     m: &[f32],
     (n, t0, tw, y_base): (usize, usize, usize, usize),
+    which: std::ops::Range<usize>,
     o0: usize,
     bias: Option<&[f32]>,
     act: Activation,
@@ -590,7 +655,7 @@ fn output_tiles(
     if let Some(bias) = bias {
         b[..lanes].copy_from_slice(&bias[o0..o0 + lanes]);
     }
-    for t in 0..n {
+    for t in which {
         let tg = t0 + t;
         let (y0, x0) = (tg / tw * 4, tg % tw * 4);
         // s[nu][i]: columns transformed (over xi).

@@ -98,13 +98,20 @@ fn matches_direct_convolution() {
 /// On more than 12 threads the phase schedule cuts each position's GEMM into row pieces,
 /// and the result is still the direct convolution's: blocks of 37 and 50 tiles on pools of
 /// 16 and 40 threads (pieces of 19 + 18, 25 + 25, 19 + 18 and 17 + 17 + 16 rows; each
-/// image's last block, of 26 tiles, in one piece).
+/// image's last block, of 26 tiles, in one piece). Blocks of 50 tiles are 5 whole tile rows,
+/// so the output transform also cuts its 3 groups of planes into 5 bands of one tile row.
 #[test]
 fn phases_cut_into_row_pieces_on_many_threads() {
     assert_eq!(gemm_pieces(200, 2), 1);
     assert_eq!(gemm_pieces(200, 16), 2);
     assert_eq!(gemm_pieces(200, 40), 4);
     assert_eq!(gemm_pieces(20, 40), 1);
+    assert_eq!(output_bands(24, 5, 16, true), 5);
+    assert_eq!(output_bands(24, 5, 16, false), 1);
+    // ResNet-50's 64-channel layer at 56² (14 tile rows) on 16 threads: 8 groups × 4 bands.
+    assert_eq!(output_bands(64, 14, 16, true), 4);
+    assert_eq!(output_bands(256, 4, 16, true), 1);
+    assert_eq!(output_bands(64, 14, 1, true), 1);
     let mut rng = Rng::new(23);
     for threads in [16, 40] {
         let pool = rayon::ThreadPoolBuilder::new()
