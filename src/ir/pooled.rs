@@ -130,7 +130,7 @@ mod tests {
 
     #[test]
     fn storage_allocated_here_starts_on_a_cache_line() {
-        let aligned = |p: &PooledF32| p.as_slice().as_ptr() as usize % ALIGN == 0;
+        let aligned = |p: &PooledF32| (p.as_slice().as_ptr() as usize).is_multiple_of(ALIGN);
         let mut p = PooledF32::new(Vec::new(), 1000).unwrap();
         assert!(aligned(&p));
         assert!(p.as_slice().iter().all(|&v| v == 0.0));

@@ -67,12 +67,15 @@ mod tests {
         for len in [1usize, 5, 16, 17, 1000, 1 << 16, 1 << 20] {
             let mut v = AlignedVec::zeroed(len);
             assert_eq!(v.len(), len);
-            assert_eq!(v.as_ptr() as usize % ALIGN, 0, "len {len}");
+            assert!((v.as_ptr() as usize).is_multiple_of(ALIGN), "len {len}");
             assert!(v.iter().all(|&x| x == 0.0));
             v[len - 1] = 3.0;
             assert_eq!(v.last(), Some(&3.0));
             let c = v.clone();
-            assert_eq!(c.as_ptr() as usize % ALIGN, 0, "a clone is aligned too");
+            assert!(
+                (c.as_ptr() as usize).is_multiple_of(ALIGN),
+                "a clone is aligned too"
+            );
             assert_eq!(&c[..], &v[..]);
         }
         assert!(AlignedVec::zeroed(0).is_empty());
