@@ -37,7 +37,9 @@ impl BufferPool {
         match self.best_fit(dtype, len) {
             Some(i) => {
                 let mut data = match self.free.swap_remove(i) {
-                    TensorData::F32(v) => TensorData::Pooled(PooledF32::new(v, 0)?),
+                    // Placed for `len` so that a buffer `best_fit` chose for its capacity keeps
+                    // room for it wherever its aligned start is.
+                    TensorData::F32(v) => TensorData::Pooled(PooledF32::new(v, len)?),
                     other => other,
                 };
                 if zeroed {

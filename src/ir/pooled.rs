@@ -11,15 +11,7 @@
 //! with 64-byte accesses, which straddle two lines from the allocator's 16-byte offset).
 
 use crate::error::{Error, Result, Status};
-use crate::kernels::aligned::ALIGN;
-
-/// Floats of slack an allocation made here has for its aligned start.
-const PAD: usize = ALIGN / std::mem::size_of::<f32>() - 1;
-
-/// The number of floats from `p` to the next [`ALIGN`]-byte boundary.
-fn to_aligned(p: *const f32) -> usize {
-    (p as usize).wrapping_neg() % ALIGN / std::mem::size_of::<f32>()
-}
+use crate::kernels::aligned::{to_aligned, PAD};
 
 /// A pooled float buffer and the tensor in it: `len` elements from `off` (`off + len ≤
 /// buf.len()`).
@@ -31,12 +23,13 @@ pub struct PooledF32 {
 }
 
 impl PooledF32 {
-    /// A tensor of `len` elements in `buf` (from its first aligned element when that leaves
-    /// room), lengthened first when it is shorter (the new elements zero; fallible like any
-    /// allocation of the engine).
+    /// A tensor of `len` elements in `buf` (from its first aligned element when the
+    /// allocation holds them from there, so that a buffer with room for `len` never
+    /// reallocates here), lengthened first when it is shorter (the new elements zero;
+    /// fallible like any allocation of the engine).
     pub fn new(buf: Vec<f32>, len: usize) -> Result<PooledF32> {
         let off = to_aligned(buf.as_ptr());
-        let off = if off + len <= buf.len() { off } else { 0 };
+        let off = if off + len <= buf.capacity() { off } else { 0 };
         let mut p = PooledF32 { buf, off, len: 0 };
         p.set_len(len)?;
         Ok(p)
@@ -130,6 +123,14 @@ mod tests {
 
     #[test]
     fn storage_allocated_here_starts_on_a_cache_line() {
+        use crate::kernels::aligned::ALIGN;
+        // A recycled vector exactly as long as the tensor it now serves keeps it in place,
+        // aligned or not: no reallocation.
+        let v = vec![2.0f32; 100];
+        let at = v.as_ptr();
+        let p = PooledF32::new(v, 100).unwrap();
+        assert_eq!(p.as_slice().as_ptr(), at);
+        assert!(p.capacity() >= 100);
         let aligned = |p: &PooledF32| (p.as_slice().as_ptr() as usize).is_multiple_of(ALIGN);
         let mut p = PooledF32::new(Vec::new(), 1000).unwrap();
         assert!(aligned(&p));

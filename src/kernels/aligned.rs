@@ -11,8 +11,14 @@ use std::ops::{Deref, DerefMut};
 /// The alignment, in bytes.
 pub const ALIGN: usize = 64;
 
-/// Floats of slack so that an aligned start fits in any allocation.
-const PAD: usize = ALIGN / std::mem::size_of::<f32>() - 1;
+/// Floats of slack so that an aligned start fits in any allocation (one line less a float).
+pub const PAD: usize = ALIGN / std::mem::size_of::<f32>() - 1;
+
+/// The number of floats from `p` (at least 4-aligned, as any `f32` is) to the next
+/// [`ALIGN`]-byte boundary: at most [`PAD`].
+pub fn to_aligned(p: *const f32) -> usize {
+    (p as usize).wrapping_neg() % ALIGN / std::mem::size_of::<f32>()
+}
 
 /// A zero-initialised `[f32]` of fixed length whose first element is [`ALIGN`]-byte aligned.
 #[derive(Debug, Default)]
@@ -29,9 +35,7 @@ impl AlignedVec {
             return Self::default();
         }
         let buf = vec![0.0f32; len + PAD];
-        // The element count from the allocation's start to the first aligned address (the
-        // allocation is at least 4-aligned, so it is a whole number of floats).
-        let off = (buf.as_ptr() as usize).wrapping_neg() % ALIGN / std::mem::size_of::<f32>();
+        let off = to_aligned(buf.as_ptr());
         AlignedVec { buf, off, len }
     }
 }
