@@ -27,9 +27,14 @@ impl PooledF32 {
     /// allocation holds them from there, so that a buffer with room for `len` never
     /// reallocates here), lengthened first when it is shorter (the new elements zero;
     /// fallible like any allocation of the engine).
-    pub fn new(buf: Vec<f32>, len: usize) -> Result<PooledF32> {
+    pub fn new(mut buf: Vec<f32>, len: usize) -> Result<PooledF32> {
         let off = to_aligned(buf.as_ptr());
         let off = if off + len <= buf.capacity() { off } else { 0 };
+        if buf.len() < off {
+            // A vector shorter than its aligned start (its capacity holds it: no
+            // reallocation): the skipped floats become part of the buffer.
+            buf.resize(off, 0.0);
+        }
         let mut p = PooledF32 { buf, off, len: 0 };
         p.set_len(len)?;
         Ok(p)
@@ -131,6 +136,23 @@ mod tests {
         let p = PooledF32::new(v, 100).unwrap();
         assert_eq!(p.as_slice().as_ptr(), at);
         assert!(p.capacity() >= 100);
+        // A short vector with room (a tensor that left a run, shortened): placed inside its
+        // allocation, aligned, whatever its length.
+        for len in [0usize, 1, 20] {
+            let mut v = Vec::with_capacity(300);
+            v.resize(len, 4.0f32);
+            let (lo, hi) = (v.as_ptr() as usize, v.as_ptr() as usize + 300 * 4);
+            let p = PooledF32::new(v, 200).unwrap();
+            let at = p.as_slice().as_ptr() as usize;
+            assert!(lo <= at && at + 200 * 4 <= hi, "len {len}");
+            assert!(at.is_multiple_of(ALIGN), "len {len}");
+            if len == 0 {
+                assert!(
+                    p.as_slice().iter().all(|&x| x == 0.0),
+                    "new elements are zero"
+                );
+            }
+        }
         let aligned = |p: &PooledF32| (p.as_slice().as_ptr() as usize).is_multiple_of(ALIGN);
         let mut p = PooledF32::new(Vec::new(), 1000).unwrap();
         assert!(aligned(&p));
