@@ -440,3 +440,48 @@ g (float[4, 256] x) => (float[4, 256] y) { t = Relu(x) y = Neg(t) }"#,
         exe.recycle(out);
     }
 }
+
+/// A bfloat16 Gemm and MatMul (a graph of bfloat16 inputs, weights and outputs) compute in
+/// float32 and round once: each output is the bfloat16 nearest to the exact product of the
+/// bfloat16 operands, give or take one bfloat16 step where float32's own rounding decided a
+/// near-tie.
+#[test]
+fn bfloat16_products_round_once() {
+    use half::bf16;
+    let (m, k, n) = (5, 40, 33);
+    let round = |v: Vec<f32>| -> Vec<bf16> { v.into_iter().map(bf16::from_f32).collect() };
+    let w = round(values(k * n, 71));
+    let bits: Vec<String> = w.iter().map(|v| v.to_bits().to_string()).collect();
+    let text = format!(
+        "<ir_version: 8, opset_import: [\"\" : 13]>\n\
+         g (bfloat16[{m},{k}] X) => (bfloat16[{m},{n}] Y, bfloat16[{m},{n}] G)\n\
+         <bfloat16[{k},{n}] W = {{{}}}>\n\
+         {{\n  Y = MatMul(X, W)\n  G = Gemm <alpha = 0.5> (X, W)\n}}\n",
+        bits.join(", ")
+    );
+    let exe = compile_ok(&text);
+    let x = round(values(m * k, 72));
+    let xt = onnxifi_rust::ir::Tensor::from_vec(vec![m, k], x.clone()).unwrap();
+    let out = run_ok(&exe, vec![xt]);
+    let exact: Vec<f64> = (0..m * n)
+        .map(|ij| {
+            let (i, j) = (ij / n, ij % n);
+            (0..k)
+                .map(|p| x[i * k + p].to_f64() * w[p * n + j].to_f64())
+                .sum()
+        })
+        .collect();
+    for (t, scale, what) in [(&out[0], 1.0, "MatMul"), (&out[1], 0.5, "Gemm")] {
+        assert_eq!(t.shape, [m, n], "{what}");
+        let got = t.as_slice::<bf16>().expect("a bfloat16 output");
+        for (g, e) in got.iter().zip(&exact) {
+            let want = bf16::from_f64(e * scale);
+            let step = (want.to_f64().abs() * 2f64.powi(-7)).max(1e-30);
+            assert!(
+                (g.to_f64() - want.to_f64()).abs() <= step,
+                "{what}: got {g}, want {want} (exact {})",
+                e * scale
+            );
+        }
+    }
+}

@@ -131,6 +131,18 @@ fn ort_run(text: &str, inputs: &[(String, Tensor)]) -> Vec<(Vec<usize>, Vec<f32>
 /// Runs `exe` (compiled from `text`) and onnxruntime on the same inputs, given in the model's
 /// input order, and asserts agreement; returns our outputs.
 fn compare(exe: &Executable, text: &str, inputs: &[(String, Tensor)], what: &str) -> Vec<Tensor> {
+    compare_within(exe, text, inputs, what, RTOL, ATOL)
+}
+
+/// [`compare`] with the given tolerances.
+fn compare_within(
+    exe: &Executable,
+    text: &str,
+    inputs: &[(String, Tensor)],
+    what: &str,
+    rtol: f32,
+    atol: f32,
+) -> Vec<Tensor> {
     let names: Vec<&str> = exe.inputs().iter().map(|s| s.name.as_str()).collect();
     let given: Vec<&str> = inputs.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(names, given, "{what}: inputs in model order");
@@ -143,8 +155,8 @@ fn compare(exe: &Executable, text: &str, inputs: &[(String, Tensor)], what: &str
             o,
             shape,
             want,
-            RTOL,
-            ATOL,
+            rtol,
+            atol,
             &format!("{what}: output '{name}'"),
         );
     }
@@ -207,6 +219,26 @@ fn init(name: &str, shape: &[usize], data: &[f32]) -> String {
     } else {
         format!("float[{}] {name} = {{{}}}", dims.join(","), vals.join(", "))
     }
+}
+
+/// The initializers `list` (from [`init`]) as float16 ones: each value rounded to float16 and
+/// written as its bit pattern, as the text syntax spells float16 data.
+fn as_float16(list: &[String]) -> Vec<String> {
+    list.iter()
+        .map(|line| {
+            let (head, values) = line.split_once(" = {").expect("an initializer");
+            let bits: Vec<String> = values
+                .trim_end_matches('}')
+                .split(", ")
+                .map(|v| {
+                    half::f16::from_f32(v.parse().expect("a float"))
+                        .to_bits()
+                        .to_string()
+                })
+                .collect();
+            format!("{}16{} = {{{}}}", &head[..5], &head[5..], bits.join(", "))
+        })
+        .collect()
 }
 
 /// Collects initializers of a model under construction.
@@ -973,4 +1005,91 @@ fn data_movement_and_large_element_wise() {
         named("col", data.tensor(&[130, 1], -1.0, 1.0)),
     ];
     compare(&exe, &text, &feeds, "data movement");
+}
+
+#[test]
+fn float16_network_computed_in_float32() {
+    if !ort_available() {
+        return;
+    }
+    // float16 weights (so the rewrites meet float16 constants: BatchNormalization folded, the
+    // residual Add and the activations fused, the decomposed GELU and the MatMul bias
+    // recognised), float16 activations between float32 edges. Each float16 node computes in
+    // float32 and rounds its result to float16; onnxruntime computes them in float32 too
+    // (casts around its float32 kernels), rounding where its regions end: a few float16 ulps
+    // apart at most.
+    let mut rng = Rng::new(13);
+    let mut i = Inits {
+        rng: &mut rng,
+        list: Vec::new(),
+    };
+    i.weights("Wa", &[4, 4, 3, 3])
+        .uniform("Ba", &[4], -0.2, 0.2)
+        .batch_norm("na", 4)
+        .weights("Wb", &[4, 4, 3, 3])
+        .weights("Wm", &[24, 16])
+        .uniform("Bm", &[16], -0.2, 0.2)
+        .weights("Wg", &[8, 16])
+        .uniform("Bg", &[8], -0.2, 0.2)
+        .values("sqrt2", &[], &[std::f32::consts::SQRT_2])
+        .values("one", &[], &[1.0])
+        .values("half", &[], &[0.5]);
+    let inits = as_float16(&i.list);
+    let body = "
+  h = Cast <to = 10> (X)
+  a = Conv <pads = [1, 1, 1, 1]> (h, Wa, Ba)
+  an = BatchNormalization(a, na_s, na_b, na_m, na_v)
+  ar = Relu(an)
+  b = Conv <pads = [1, 1, 1, 1]> (ar, Wb)
+  s = Add(b, h)
+  r = Relu(s)
+  p = MaxPool <kernel_shape = [2, 2], strides = [2, 2]> (r)
+  P = Cast <to = 1> (p)
+  m = Cast <to = 10> (M)
+  q = MatMul(m, Wm)
+  qb = Add(q, Bm)
+  d = Div(qb, sqrt2)
+  e = Erf(d)
+  e1 = Add(e, one)
+  g1 = Mul(qb, e1)
+  g2 = Mul(g1, half)
+  z = Gemm <transB = 1> (g2, Wg, Bg)
+  sm = Softmax <axis = 1> (z)
+  Z = Cast <to = 1> (sm)";
+    let text = model(
+        17,
+        "float[2,4,6,6] X, float[3,24] M",
+        "float[2,4,3,3] P, float[3,8] Z",
+        &inits,
+        body,
+    );
+    let exe = compile_ok(&text);
+    let ops = op_types(&exe);
+    assert_eq!(count(&ops, "BatchNormalization"), 0, "{ops:?}");
+    assert_eq!(count(&ops, "FusedConv"), 2, "{ops:?}");
+    // The MatMul took the bias Add and the recognised GELU.
+    assert_eq!(count(&ops, "FusedMatMul"), 1, "{ops:?}");
+    let gone = ["Erf", "Relu", "Add", "Mul", "Div", "Activation"];
+    assert_eq!(
+        gone.iter().map(|o| count(&ops, o)).sum::<usize>(),
+        0,
+        "{ops:?}"
+    );
+    let mut data = Rng::new(1300);
+    let feeds = [
+        named("X", data.tensor(&[2, 4, 6, 6], -1.0, 1.0)),
+        named("M", data.tensor(&[3, 24], -1.0, 1.0)),
+    ];
+    // float16 keeps 11 significant bits (a relative step of 2^-10 ≈ 1e-3).
+    let ours = compare_within(&exe, &text, &feeds, "float16", 4e-3, 2e-3);
+    // Every output is a float16 value widened.
+    for t in &ours {
+        for &v in common::data(t) {
+            assert_eq!(
+                half::f16::from_f32(v).to_f32(),
+                v,
+                "{v} is not a float16 value"
+            );
+        }
+    }
 }

@@ -135,7 +135,7 @@ fn check_node(g: &Graph, node: &Node) -> Result<()> {
     }
     if let Some(Some(first)) = node.inputs.first() {
         if let Some(decl) = &g.values[*first].declared {
-            if !def.types.contains(&decl.dtype) {
+            if !crate::ops::widen::computes(def, decl.dtype) {
                 return Err(Error::new(
                     Status::UnsupportedDatatype,
                     format!(

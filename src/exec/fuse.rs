@@ -1,5 +1,8 @@
 //! Graph rewrites done once per model before planning:
 //! - `Constant` nodes become constant values;
+//! - float16/bfloat16 weights read only by nodes computed in float32 (`ops::widen`), and not
+//!   as their first input, are widened once (exactly), so the rewrites below see float32
+//!   constants and the plans do not widen them again;
 //! - `BatchNormalization` after a `Conv` with constant weights is folded into the weights;
 //! - the exporters' decomposed GELU, `0.5·x·(1 + Erf(x/√2))` in any of its usual spellings,
 //!   becomes one internal `Activation` node;
@@ -10,7 +13,7 @@
 //! - an activation after a `Conv`, `Gemm` or `MatMul` runs inside its write-back (`FusedConv`,
 //!   `FusedGemm`, `FusedMatMul`).
 
-use crate::ir::{Attr, Graph, Node, Tensor, TensorData, ValueId, ValueInfo};
+use crate::ir::{Attr, DataType, Graph, Node, Subgraph, Tensor, TensorData, ValueId, ValueInfo};
 use crate::ops;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -18,6 +21,7 @@ use std::sync::Arc;
 /// Applies every rewrite.
 pub fn fuse(mut g: Graph) -> Graph {
     fold_constant_nodes(&mut g);
+    widen_half_weights(&mut g);
     fold_batch_norms(&mut g);
     fuse_gelu(&mut g);
     fuse_matmul_bias(&mut g);
@@ -92,9 +96,10 @@ fn other_input(n: &Node, op: &str, this: ValueId) -> Option<Option<ValueId>> {
     }
 }
 
-/// Whether `v` is within f32 rounding of `want`.
+/// Whether `v` is `want` as a model may store it: within 2·10⁻⁴ (float16 and bfloat16 both
+/// store √2 and 1/√2 as 181/128 and 181/256, 1.5·10⁻⁴ off).
 fn near(v: f32, want: f32) -> bool {
-    (v - want).abs() <= 1e-4 * want.abs()
+    (v - want).abs() <= 2e-4 * want.abs()
 }
 
 /// The nodes of a decomposed GELU ending at the `Erf` node `e`: `(x, nodes to remove, last
@@ -255,6 +260,73 @@ fn drop_removed(g: &mut Graph, removed: &[bool]) {
         k += 1;
         !removed[k - 1]
     });
+}
+
+/// Widens the float16/bfloat16 constants whose every reader computes in float32 (see
+/// [`ops::widen::widens`]) and does not learn its type from the constant (its first input, or
+/// any float input of an operator whose float inputs share a type, does; see
+/// [`ops::widen::half_type`]): the conversion is exact, and the readers would widen it anyway.
+/// Constants a subgraph captures, or that are graph outputs, keep their type.
+fn widen_half_weights(g: &mut Graph) {
+    let mut readers: Vec<Vec<usize>> = vec![Vec::new(); g.values.len()];
+    for (i, n) in g.nodes.iter().enumerate() {
+        for id in n.inputs.iter().flatten() {
+            readers[*id].push(i);
+        }
+    }
+    let captured = captured_names(g);
+    for (id, readers) in readers.iter().enumerate() {
+        let Some(t) = g.values[id].constant.as_deref() else {
+            continue;
+        };
+        let half = t.dtype();
+        if !matches!(half, DataType::F16 | DataType::BF16)
+            || readers.is_empty()
+            || g.outputs.contains(&id)
+            || captured.contains(&g.values[id].name)
+        {
+            continue;
+        }
+        let widened_by_all = readers.iter().all(|&i| {
+            let n = &g.nodes[i];
+            let first = n.inputs.iter().flatten().next();
+            ops::lookup(&n.domain, &n.op_type).is_some_and(|def| {
+                ops::widen::widens(def, half)
+                    && (first != Some(&id) || ops::widen::types_node(def, 1))
+            })
+        });
+        if !widened_by_all {
+            continue;
+        }
+        if let Ok(wide) = ops::widen::widen(t) {
+            g.values[id].constant = Some(Arc::new(wide));
+            if let Some(d) = g.values[id].declared.as_mut() {
+                d.dtype = DataType::F32;
+            }
+        }
+    }
+}
+
+/// The names of the outer values that the subgraphs of `g`'s nodes (at any depth) capture.
+fn captured_names(g: &Graph) -> std::collections::HashSet<String> {
+    let mut names = std::collections::HashSet::new();
+    let mut stack: Vec<&Graph> = vec![g];
+    while let Some(graph) = stack.pop() {
+        for n in &graph.nodes {
+            for a in n.attrs.values() {
+                let subs: &[Subgraph] = match a {
+                    Attr::Graph(s) => std::slice::from_ref(s),
+                    Attr::Graphs(v) => v,
+                    _ => &[],
+                };
+                for s in subs {
+                    names.extend(s.0.captures.iter().cloned());
+                    stack.push(&s.0);
+                }
+            }
+        }
+    }
+    names
 }
 
 fn fold_constant_nodes(g: &mut Graph) {
@@ -621,6 +693,42 @@ mod tests {
                 matches!(g.nodes[0].attrs.get("activation"), Some(Attr::String(s)) if s == b"Gelu")
             );
         }
+        // float16 constants (√2 and 1/√2 rounded to 181/128 and 181/256) in every spelling,
+        // read first or second: widened to float32 for the rewrites.
+        for body in bodies {
+            let text = format!(
+                "{HEADER} g (float16[4] x) => (float16[4] y)
+                 <float16 s = {{15784}}, float16 r = {{14760}}, float16 one = {{15360}},
+                  float16 half = {{14336}}> {{ {body} }}"
+            );
+            assert_eq!(ops(&fused(&text)), ["Activation"], "float16: {body}");
+        }
+        // A float16 constant that another reader reads as float16 (Concat computes on float16
+        // itself) keeps its type; the one read only by float32 computations is widened.
+        let text = format!(
+            "{HEADER} g (float16[2] x) => (float16[4] y, float16[2] z)
+             <float16[2] c = {{15360, 16384}}, float16[2] d = {{15360, 16384}}>
+             {{ y = Concat <axis = 0> (x, c)\n w = Mul(x, c)\n z = Add(d, w) }}"
+        );
+        let g = fused(&text);
+        let dtype = |name: &str| {
+            let v = g.values.iter().find(|v| v.name == name).expect("a value");
+            v.constant.as_ref().expect("a constant").dtype()
+        };
+        assert_eq!(dtype("c"), DataType::F16);
+        assert_eq!(dtype("d"), DataType::F32);
+        assert_eq!(
+            g.values
+                .iter()
+                .find(|v| v.name == "d")
+                .unwrap()
+                .constant
+                .as_ref()
+                .unwrap()
+                .as_f32()
+                .unwrap(),
+            [1.0, 2.0]
+        );
         // A wrong constant is not a GELU.
         let text = format!(
             "{HEADER} g (float[4] x) => (float[4] y) <float s = {{2.0}}, float one = {{1.0}},

@@ -96,8 +96,27 @@ impl BuildEnv<'_> {
         inputs: Vec<Option<InputInfo>>,
     ) -> Result<std::result::Result<(Built, u64), ()>> {
         let node = &self.graph.nodes[index];
+        // Half-precision data that the operator computes in float32 are widened for the
+        // build, and its kernel wrapped (`ops::widen`).
+        let half = ops::widen::half_type(def, &inputs);
+        let wide = match half {
+            Some(h) => Some(ops::widen::WideInputs::new(&inputs, h, Some(self.weights))?),
+            None => None,
+        };
+        let inputs = match (&wide, half) {
+            (Some(w), Some(h)) => w.infos(inputs, h),
+            _ => inputs,
+        };
         let ctx = BuildCtx::new(node, index, self.graph.opset, inputs, Some(self.weights));
-        match (def.build)(&ctx) {
+        let result = (def.build)(&ctx);
+        let reads = ctx.content_reads();
+        let wants_run_time_data = ctx.wants_run_time_data();
+        drop(ctx);
+        let result = match (wide, half) {
+            (Some(w), Some(h)) => result.map(|built| w.wrap(def, built, h)),
+            _ => result,
+        };
+        match result {
             Ok(built) => {
                 if built.outputs.len() < node.outputs.iter().filter(|o| o.is_some()).count() {
                     return Err(Error::new(
@@ -109,9 +128,9 @@ impl BuildEnv<'_> {
                         ),
                     ));
                 }
-                Ok(Ok((built, ctx.content_reads())))
+                Ok(Ok((built, reads)))
             }
-            Err(_) if ctx.wants_run_time_data() => Ok(Err(())),
+            Err(_) if wants_run_time_data => Ok(Err(())),
             Err(e) => Err(e),
         }
     }

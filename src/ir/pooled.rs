@@ -11,7 +11,7 @@
 //! with 64-byte accesses, which straddle two lines from the allocator's 16-byte offset).
 
 use crate::error::{Error, Result, Status};
-use crate::kernels::aligned::{to_aligned, PAD};
+use crate::kernels::aligned::{to_aligned, AlignedVec, PAD};
 
 /// A pooled float buffer and the tensor in it: `len` elements from `off` (`off + len ≤
 /// buf.len()`).
@@ -96,6 +96,19 @@ impl PooledF32 {
     /// The most elements the tensor can have without reallocating.
     pub fn capacity(&self) -> usize {
         self.buf.capacity() - self.off
+    }
+
+    /// A tensor of all the floats of a scratch buffer (`kernels::scratch`), aligned as it is.
+    pub fn from_aligned(a: AlignedVec) -> PooledF32 {
+        let (buf, off, len) = a.into_parts();
+        PooledF32 { buf, off, len }
+    }
+
+    /// The buffer back as a scratch buffer of every float it holds from the tensor's start
+    /// (the contents stale), to give back to `kernels::scratch`.
+    pub fn into_aligned(self) -> AlignedVec {
+        let len = self.buf.len() - self.off;
+        AlignedVec::from_parts(self.buf, self.off, len)
     }
 
     /// The tensor's elements as a vector of exactly its length (the buffer, its elements

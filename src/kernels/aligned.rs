@@ -40,6 +40,24 @@ impl AlignedVec {
     }
 }
 
+impl AlignedVec {
+    /// The allocation, where the view starts in it, and the view's length (for storage that
+    /// lends the same buffer as another type, `ir::PooledF32`).
+    pub fn into_parts(self) -> (Vec<f32>, usize, usize) {
+        (self.buf, self.off, self.len)
+    }
+
+    /// The view of `len` floats from `off` in `buf`, as [`AlignedVec::into_parts`] gave them:
+    /// a fresh zeroed buffer when `buf[off]` is not where `buf` is aligned or the view does
+    /// not fit.
+    pub fn from_parts(buf: Vec<f32>, off: usize, len: usize) -> Self {
+        if off != to_aligned(buf.as_ptr()) || off + len > buf.len() {
+            return AlignedVec::zeroed(len);
+        }
+        AlignedVec { buf, off, len }
+    }
+}
+
 /// A clone is a fresh aligned allocation (a cloned `Vec` may land elsewhere modulo 64).
 impl Clone for AlignedVec {
     fn clone(&self) -> Self {

@@ -109,6 +109,7 @@ mod transpose;
 mod trilu;
 mod unsqueeze;
 mod where_op;
+pub mod widen;
 
 pub use batch_normalization::fold as fold_batch_norm;
 pub use gemm::{packs_weight, prepack_weight};
