@@ -12,9 +12,10 @@ to agree with ONNX Runtime before anything is timed.
 
 Built-in models (fixed-seed random weights, opset 17, NCHW, float32, batch 1):
   resnet50, mobilenetv2, bert2, matmul1024, conv3x3 (the default set), and the older
-  small_cnn, conv_block, mlp (`--models all` runs all eight). Positional .onnx files are run too
-  (inputs from their declared shapes, symbolic dimensions bound to 1); when files are given
-  without --models, only the files run.
+  small_cnn, conv_block, mlp, and resnet50_f16, mobilenetv2_f16, bert2_f16 (the same models in
+  float16: weights rounded, inputs and outputs float16; `--models all` runs all eleven).
+  Positional .onnx files are run too (inputs from their declared shapes, symbolic dimensions
+  bound to 1); when files are given without --models, only the files run.
 
 The library reads ONNXIFI_RUST_NUM_THREADS once per process, so every thread count of --threads
 runs in its own child process (this script with --_worker); the parent gathers the rows and
@@ -417,6 +418,23 @@ def small_cnn_model():
 
 
 # name → (builder, outputs compared with the relative criterion)
+def float16_of(builder):
+    """The model of `builder` in float16: its float32 weights rounded to float16, its float
+    inputs and outputs (and declared intermediate values) typed float16."""
+    def build():
+        model = builder()
+        g = model.graph
+        for i, init in enumerate(g.initializer):
+            if init.data_type == TensorProto.FLOAT:
+                a = numpy_helper.to_array(init).astype(np.float16)
+                g.initializer[i].CopyFrom(numpy_helper.from_array(a, init.name))
+        for v in list(g.input) + list(g.output) + list(g.value_info):
+            if v.type.tensor_type.elem_type == TensorProto.FLOAT:
+                v.type.tensor_type.elem_type = TensorProto.FLOAT16
+        return model
+    return build
+
+
 BUILDERS = {
     "resnet50": (resnet50_model, True),
     "mobilenetv2": (mobilenetv2_model, True),
@@ -426,6 +444,9 @@ BUILDERS = {
     "small_cnn": (small_cnn_model, False),
     "conv_block": (conv_block_model, False),
     "mlp": (mlp_model, False),
+    "resnet50_f16": (float16_of(resnet50_model), True),
+    "mobilenetv2_f16": (float16_of(mobilenetv2_model), True),
+    "bert2_f16": (float16_of(bert2_model), True),
 }
 DEFAULT_MODELS = ["resnet50", "mobilenetv2", "bert2", "matmul1024", "conv3x3"]
 
@@ -516,6 +537,13 @@ def count_flops(model):
     return total
 
 
+def tolerance(dtype):
+    """Relative tolerance for outputs of `dtype`: 1e-3, or 1e-2 for float16 (about ten float16
+    steps: each float16 node of this library rounds its result to float16, ONNX Runtime rounds
+    where its float32 regions end, and a 50-layer network accumulates the difference)."""
+    return 1e-2 if dtype == np.float16 else 1e-3
+
+
 def compare(got, want, relative):
     """(ok, max abs err, max |ref|). Non-finite values must match position for position."""
     if got.shape != want.shape:
@@ -528,10 +556,11 @@ def compare(got, want, relative):
     same_nonfinite = np.array_equal(np.isfinite(g), fin) and np.array_equal(g[~fin], w[~fin], equal_nan=True)
     err = float(np.max(np.abs(g[fin] - w[fin]), initial=0.0))
     ref = float(np.max(np.abs(w[fin]), initial=0.0))
+    tol = tolerance(want.dtype)
     if relative:
-        ok = err <= 1e-3 * max(1.0, ref)
+        ok = err <= tol * max(1.0, ref)
     else:
-        ok = bool(np.allclose(g[fin], w[fin], rtol=1e-3, atol=1e-4))
+        ok = bool(np.allclose(g[fin], w[fin], rtol=tol, atol=tol / 10))
     return bool(ok and same_nonfinite), err, ref
 
 
@@ -666,7 +695,9 @@ def bench_model(name, model, relative, args, threads, ours, peak_per_core, emit)
             if worst is None or err > worst[1]:
                 worst = (k, err, ref)
             if not ok:
-                crit = "max abs err <= 1e-3*max(1, max|ref|)" if relative else "rtol 1e-3, atol 1e-4"
+                tol = tolerance(want.dtype)
+                crit = (f"max abs err <= {tol:g}*max(1, max|ref|)" if relative
+                        else f"rtol {tol:g}, atol {tol / 10:g}")
                 row.update(status="FAILED", max_abs_err=err, max_abs_ref=ref,
                            message=f"output {k!r} differs from onnxruntime: max abs err {err:.3g} "
                                    f"(max |ref| {ref:.3g}; criterion {crit})")
