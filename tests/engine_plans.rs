@@ -485,3 +485,50 @@ fn bfloat16_products_round_once() {
         }
     }
 }
+
+/// A float16 value that only float32 computations read stays float32 between them; one the
+/// caller sees (a graph output) is rounded. `x·c` with `x = 1 + 3·2⁻¹⁰`, `c = 1 + 2⁻¹⁰` is
+/// `1 + 2⁻⁸ + 3·2⁻²⁰`, which float16 rounds to `1 + 2⁻⁸`; minus 1 it is `2⁻⁸ + 3·2⁻²⁰`, which
+/// float16 rounds to `2⁻⁸ + 2⁻¹⁸` (0.75 of a step up) where the product was kept, and which is
+/// exactly `2⁻⁸` from the rounded product.
+#[test]
+fn float16_values_between_float32_nodes_are_rounded_only_where_they_leave() {
+    use half::f16;
+    let bits = |v: f64| f16::from_f64(v).to_bits();
+    let (x, c) = (1.0 + 3.0 * 2f64.powi(-10), 1.0 + 2f64.powi(-10));
+    let model = |outputs: &str| {
+        format!(
+            "<ir_version: 8, opset_import: [\"\" : 17]>\n\
+             g (float16[1] x) => ({outputs})\n\
+             <float16[1] c = {{{}}}, float16[1] m = {{{}}}>\n\
+             {{\n  p = Mul(x, c)\n  y = Add(p, m)\n}}\n",
+            bits(c),
+            bits(-1.0)
+        )
+    };
+    let input =
+        || vec![onnxifi_rust::ir::Tensor::from_vec(vec![1], vec![f16::from_f64(x)]).unwrap()];
+    let value = |t: &onnxifi_rust::ir::Tensor| t.as_slice::<f16>().unwrap()[0].to_f64();
+    let kept = run_ok(&compile_ok(&model("float16[1] y")), input());
+    assert_eq!(value(&kept[0]), 2f64.powi(-8) + 2f64.powi(-18));
+    let both = run_ok(&compile_ok(&model("float16[1] p, float16[1] y")), input());
+    assert_eq!(value(&both[0]), 1.0 + 2f64.powi(-8));
+    assert_eq!(value(&both[1]), 2f64.powi(-8));
+    // A reader built during the run (its exponent's shape comes from a run-time Reshape) whose
+    // type only the kept product tells (Pow's exponent may be float32) still takes it as
+    // float16 data, and gives float16.
+    let text = format!(
+        "<ir_version: 8, opset_import: [\"\" : 17]>\n\
+         g (float16[1] x, float[1] z, int64[1] s) => (float16[1] y)\n\
+         <float16[1] c = {{{}}}>\n\
+         {{\n  p = Mul(x, c)\n  e = Reshape(z, s)\n  y = Pow(p, e)\n}}\n",
+        bits(c)
+    );
+    let exe = compile_ok(&text);
+    let mut ins = input();
+    ins.push(f32t(&[1], &[1.0]));
+    ins.push(i64t(&[1], &[1]));
+    let out = run_ok(&exe, ins);
+    assert_eq!(out[0].dtype(), onnxifi_rust::ir::DataType::F16);
+    assert_eq!(value(&out[0]), 1.0 + 2f64.powi(-8));
+}

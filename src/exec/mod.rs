@@ -44,6 +44,9 @@ pub struct Executable {
     plans: Mutex<Vec<(PlanKey, Arc<Plan>)>>,
     plans_built: AtomicUsize,
     weights: WeightCache,
+    /// Per value: whether a half-precision node may leave it in float32
+    /// (`ops::widen::float32_values`).
+    float32_ok: Vec<bool>,
     /// What runs reuse (see [`RunScratch`]); a run takes it out for its duration.
     scratch: Mutex<RunScratch>,
 }
@@ -67,6 +70,7 @@ impl Executable {
         let outputs = graph.outputs.iter().map(|&i| spec(i)).collect();
         let mut graph = fuse::fuse(graph.clone());
         drop_unused_constants(&mut graph);
+        let float32_ok = crate::ops::widen::float32_values(&graph);
         Ok(Executable {
             graph,
             inputs,
@@ -74,6 +78,7 @@ impl Executable {
             plans: Mutex::new(Vec::new()),
             plans_built: AtomicUsize::new(0),
             weights: WeightCache::default(),
+            float32_ok,
             scratch: Mutex::new(RunScratch::default()),
         })
     }
@@ -141,12 +146,14 @@ impl Executable {
         drop_unused_constants(&mut graph);
         let weights = WeightCache::default();
         weights::pack_gemm_weights(&mut graph, &weights)?;
+        let float32_ok = crate::ops::widen::float32_values(&graph);
         let exe = Executable {
             graph,
             inputs,
             outputs,
             plans: Mutex::new(Vec::new()),
             plans_built: AtomicUsize::new(0),
+            float32_ok,
             weights,
             scratch: Mutex::new(RunScratch::default()),
         };
@@ -267,6 +274,7 @@ impl Executable {
         BuildEnv {
             graph: &self.graph,
             weights: &self.weights,
+            float32_ok: &self.float32_ok,
         }
     }
 

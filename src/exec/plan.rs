@@ -76,6 +76,9 @@ pub struct Plan {
     pub outputs: Vec<ValueId>,
     /// The most bytes that static values need at once (liveness peak, weights excluded).
     pub peak_bytes: u64,
+    /// Per value: its half-precision type when a node left it in float32 (`types` holds
+    /// float32 for it; see `ops::widen::float32_values`).
+    pub wide: Vec<Option<DataType>>,
 }
 
 /// What a node's build needs besides its inputs.
@@ -84,21 +87,37 @@ pub struct BuildEnv<'a> {
     pub graph: &'a Graph,
     /// The graph's prepared-weight cache.
     pub weights: &'a WeightCache,
+    /// Per value: whether a half-precision node may leave it in float32
+    /// (`ops::widen::float32_values`).
+    pub float32_ok: &'a [bool],
 }
 
+/// What a build made: the built node, the inputs whose contents it read, and per output
+/// position the half-precision type of an output left in float32.
+type Made = (Built, u64, Vec<Option<DataType>>);
+
 impl BuildEnv<'_> {
-    /// Builds `node` from its inputs. `Ok(Err(reads))` when the build needs contents that only
-    /// a run knows (the planner defers the node).
+    /// Builds `node` from its inputs (`logical`: per input, the half-precision type of one
+    /// left in float32). `Ok(Err(()))` when the build needs contents that only a run knows
+    /// (the planner defers the node). With `may_keep`, outputs that every reader widens stay
+    /// float32.
     fn build(
         &self,
         def: &OpDef,
         index: usize,
         inputs: Vec<Option<InputInfo>>,
-    ) -> Result<std::result::Result<(Built, u64), ()>> {
+        logical: &[Option<DataType>],
+        may_keep: bool,
+    ) -> Result<std::result::Result<Made, ()>> {
         let node = &self.graph.nodes[index];
         // Half-precision data that the operator computes in float32 are widened for the
         // build, and its kernel wrapped (`ops::widen`).
-        let half = ops::widen::half_type(def, &inputs);
+        let half = ops::widen::half_type(def, &inputs, logical);
+        let keep: Vec<bool> = node
+            .outputs
+            .iter()
+            .map(|o| may_keep && o.is_some_and(|id| self.float32_ok[id]))
+            .collect();
         let wide = match half {
             Some(h) => Some(ops::widen::WideInputs::new(&inputs, h, Some(self.weights))?),
             None => None,
@@ -113,8 +132,13 @@ impl BuildEnv<'_> {
         let wants_run_time_data = ctx.wants_run_time_data();
         drop(ctx);
         let result = match (wide, half) {
-            (Some(w), Some(h)) => result.map(|built| w.wrap(def, built, h)),
+            (Some(w), Some(h)) => result.map(|built| w.wrap(def, built, h, &keep)),
             _ => result,
+        };
+        let kept = |built: &Built| -> Vec<Option<DataType>> {
+            (built.outputs.iter().zip(&keep))
+                .map(|((t, _), &k)| half.filter(|_| k && *t == DataType::F32))
+                .collect()
         };
         match result {
             Ok(built) => {
@@ -128,7 +152,8 @@ impl BuildEnv<'_> {
                         ),
                     ));
                 }
-                Ok(Ok((built, reads)))
+                let kept = kept(&built);
+                Ok(Ok((built, reads, kept)))
             }
             Err(_) if wants_run_time_data => Ok(Err(())),
             Err(e) => Err(e),
@@ -141,8 +166,9 @@ impl BuildEnv<'_> {
         step: &Step,
         memo: &Mutex<Option<Arc<Memo>>>,
         ins: &[Option<&Tensor>],
-        constants: &[Option<Arc<Tensor>>],
+        plan: &Plan,
     ) -> Result<Arc<Memo>> {
+        let constants = &plan.constants;
         let current = memo.lock().unwrap_or_else(|p| p.into_inner()).clone();
         if let Some(m) = current {
             let same = m.key.len() == ins.len()
@@ -189,12 +215,18 @@ impl BuildEnv<'_> {
                 })
             })
             .collect();
-        let (built, reads) = self.build(def, step.node, infos)?.map_err(|()| {
-            Error::new(
-                Status::InternalError,
-                format!("{}: contents missing at run time", node.describe()),
-            )
-        })?;
+        let logical: Vec<Option<DataType>> = (step.inputs.iter())
+            .map(|id| id.and_then(|id| plan.wide[id]))
+            .collect();
+        // Outputs built at run time are never left in float32: the plan does not know them.
+        let (built, reads, _) = self
+            .build(def, step.node, infos, &logical, false)?
+            .map_err(|()| {
+                Error::new(
+                    Status::InternalError,
+                    format!("{}: contents missing at run time", node.describe()),
+                )
+            })?;
         if !built.kernel.allocates_outputs() {
             for (dtype, shape) in &built.outputs {
                 fitting_bytes(*dtype, shape).map_err(|e| e.context(node.describe()))?;
@@ -284,9 +316,13 @@ impl Plan {
             types[id] = Some(Known::Static(*dtype, shape.clone()));
         }
 
+        let mut wide: Vec<Option<DataType>> = vec![None; n];
         let mut steps = Vec::new();
         for (index, node) in graph.nodes.iter().enumerate() {
             let def = lookup(node)?;
+            let logical: Vec<Option<DataType>> = (node.inputs.iter())
+                .map(|id| id.and_then(|id| wide[id]))
+                .collect();
             let mut infos = Vec::with_capacity(node.inputs.len());
             let mut dynamic = false;
             for input in &node.inputs {
@@ -319,9 +355,9 @@ impl Plan {
             let built = if dynamic {
                 None
             } else {
-                env.build(def, index, infos)?.ok()
+                env.build(def, index, infos, &logical, true)?.ok()
             };
-            let Some((built, _)) = built else {
+            let Some((built, _, kept)) = built else {
                 for id in node.outputs.iter().flatten() {
                     types[*id] = Some(Known::Dynamic);
                 }
@@ -335,13 +371,15 @@ impl Plan {
                 continue;
             };
             let sizes_known = !built.kernel.allocates_outputs();
-            for (slot, (dtype, shape)) in node.outputs.iter().zip(&built.outputs) {
+            for ((slot, (dtype, shape)), half) in node.outputs.iter().zip(&built.outputs).zip(kept)
+            {
                 if sizes_known {
                     fitting_bytes(*dtype, shape).map_err(|e| e.context(node.describe()))?;
                 }
                 if let Some(id) = slot {
+                    wide[*id] = half;
                     if sizes_known {
-                        check_declared(graph, *id, *dtype, shape)
+                        check_declared(graph, *id, half.unwrap_or(*dtype), shape)
                             .map_err(|e| e.context(node.describe()))?;
                         types[*id] = Some(Known::Static(*dtype, shape.clone()));
                     } else {
@@ -431,6 +469,7 @@ impl Plan {
             inputs: graph.inputs.clone(),
             outputs: graph.outputs.clone(),
             peak_bytes,
+            wide,
         })
     }
 

@@ -214,7 +214,7 @@ fn run_steps(
                 match &step.kernel {
                     StepKernel::Static(k) => (k.as_ref(), None),
                     StepKernel::Deferred(cell) => {
-                        memo = env.build_at_run_time(step, cell, ins, &plan.constants)?;
+                        memo = env.build_at_run_time(step, cell, ins, plan)?;
                         (memo.kernel.as_ref(), Some(&memo.outputs))
                     }
                 };

@@ -13,7 +13,7 @@
 use super::{Built, InputInfo, Kernel, OpDef};
 use crate::error::{Error, Result, Status};
 use crate::exec::WeightCache;
-use crate::ir::{DataType, PooledF32, Tensor, TensorData};
+use crate::ir::{Attr, DataType, Graph, Node, PooledF32, Subgraph, Tensor, TensorData};
 use crate::kernels::scratch;
 use half::slice::HalfFloatSliceExt;
 use rayon::prelude::*;
@@ -76,16 +76,67 @@ pub fn types_node(def: &OpDef, i: usize) -> bool {
 /// first present input, or of any float16/bfloat16 input of an operator whose float inputs
 /// share one type (a float16 constant read first may have been widened already, by
 /// `exec::fuse`), when [`widens`] says so.
-pub fn half_type(def: &OpDef, inputs: &[Option<InputInfo>]) -> Option<DataType> {
-    let mut present = inputs
-        .iter()
-        .enumerate()
-        .filter_map(|(i, x)| Some((i, x.as_ref()?)));
+///
+/// `logical` gives, per input, the half-precision type of an input that an earlier node left
+/// in float32 (see [`float32_values`]): the node's type is the input's logical type.
+pub fn half_type(
+    def: &OpDef,
+    inputs: &[Option<InputInfo>],
+    logical: &[Option<DataType>],
+) -> Option<DataType> {
+    let mut present = inputs.iter().enumerate().filter_map(|(i, x)| {
+        let x = x.as_ref()?;
+        Some((i, logical.get(i).copied().flatten().unwrap_or(x.dtype)))
+    });
     let (_, first) = present.clone().next()?;
     let dtype = present
-        .find(|(i, x)| types_node(def, *i) && matches!(x.dtype, DataType::F16 | DataType::BF16))
-        .map_or(first.dtype, |(_, x)| x.dtype);
+        .find(|&(i, t)| types_node(def, i) && matches!(t, DataType::F16 | DataType::BF16))
+        .map_or(first, |(_, t)| t);
     widens(def, dtype).then_some(dtype)
+}
+
+/// Per value of `g`: whether a node that computes it in float32 may leave it in float32
+/// instead of rounding it to its half-precision type, because every node that reads it
+/// computes in float32 too (it would widen the value right back). Graph outputs and values
+/// a subgraph captures keep their type. Leaving such a value wide saves two conversions and a
+/// rounding (this is where ONNX Runtime rounds too: at the end of a run of float32 nodes).
+pub fn float32_values(g: &Graph) -> Vec<bool> {
+    let mut ok = vec![true; g.values.len()];
+    let mut read = vec![false; g.values.len()];
+    let mut captures = Vec::new();
+    for n in &g.nodes {
+        let widening =
+            super::lookup(&n.domain, &n.op_type).is_some_and(|def| widens(def, DataType::F16));
+        for id in n.inputs.iter().flatten() {
+            read[*id] = true;
+            ok[*id] &= widening;
+        }
+        captured(n, &mut captures);
+    }
+    for name in captures {
+        if let Some(v) = g.values.iter().position(|v| v.name == name) {
+            ok[v] = false;
+        }
+    }
+    for &o in &g.outputs {
+        ok[o] = false;
+    }
+    ok.iter().zip(read).map(|(&o, r)| o && r).collect()
+}
+
+/// Adds to `names` the outer values that the subgraphs of `n` (at any depth) capture.
+fn captured(n: &Node, names: &mut Vec<String>) {
+    for a in n.attrs.values() {
+        let subs: &[Subgraph] = match a {
+            Attr::Graph(s) => std::slice::from_ref(s),
+            Attr::Graphs(v) => v,
+            _ => &[],
+        };
+        for sub in subs {
+            names.extend(sub.0.captures.iter().cloned());
+            sub.0.nodes.iter().for_each(|inner| captured(inner, names));
+        }
+    }
 }
 
 /// The float32 form of a node's half-precision inputs whose contents are known at build time.
@@ -152,11 +203,16 @@ impl WideInputs {
     }
 
     /// Wraps the float32 build of `def` so that it takes and gives `half` data: its float32
-    /// outputs of the input's type are reported (and rounded at run time) as `half`.
-    pub fn wrap(self, def: &OpDef, built: Built, half: DataType) -> Built {
+    /// outputs of the input's type are reported (and rounded at run time) as `half`, but those
+    /// kept in float32.
+    ///
+    /// `keep[j]`: output position `j` stays float32 (see [`float32_values`]).
+    pub fn wrap(self, def: &OpDef, built: Built, half: DataType, keep: &[bool]) -> Built {
         let typed = typed_outputs(def);
         let narrow: Vec<bool> = (built.outputs.iter().enumerate())
-            .map(|(j, (t, _))| j < typed && *t == DataType::F32)
+            .map(|(j, (t, _))| {
+                j < typed && *t == DataType::F32 && !keep.get(j).copied().unwrap_or(false)
+            })
             .collect();
         let outputs = (built.outputs.into_iter().zip(&narrow))
             .map(|((t, s), &n)| (if n { half } else { t }, s))
