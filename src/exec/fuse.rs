@@ -13,7 +13,7 @@
 //! - an activation after a `Conv`, `Gemm` or `MatMul` runs inside its write-back (`FusedConv`,
 //!   `FusedGemm`, `FusedMatMul`).
 
-use crate::ir::{Attr, DataType, Graph, Node, Subgraph, Tensor, TensorData, ValueId, ValueInfo};
+use crate::ir::{Attr, DataType, Graph, Node, Tensor, TensorData, ValueId, ValueInfo};
 use crate::ops;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -274,7 +274,10 @@ fn widen_half_weights(g: &mut Graph) {
             readers[*id].push(i);
         }
     }
-    let captured = captured_names(g);
+    let mut captured = Vec::new();
+    for n in &g.nodes {
+        ops::widen::captured(n, &mut captured);
+    }
     for (id, readers) in readers.iter().enumerate() {
         let Some(t) = g.values[id].constant.as_deref() else {
             continue;
@@ -305,28 +308,6 @@ fn widen_half_weights(g: &mut Graph) {
             }
         }
     }
-}
-
-/// The names of the outer values that the subgraphs of `g`'s nodes (at any depth) capture.
-fn captured_names(g: &Graph) -> std::collections::HashSet<String> {
-    let mut names = std::collections::HashSet::new();
-    let mut stack: Vec<&Graph> = vec![g];
-    while let Some(graph) = stack.pop() {
-        for n in &graph.nodes {
-            for a in n.attrs.values() {
-                let subs: &[Subgraph] = match a {
-                    Attr::Graph(s) => std::slice::from_ref(s),
-                    Attr::Graphs(v) => v,
-                    _ => &[],
-                };
-                for s in subs {
-                    names.extend(s.0.captures.iter().cloned());
-                    stack.push(&s.0);
-                }
-            }
-        }
-    }
-    names
 }
 
 fn fold_constant_nodes(g: &mut Graph) {

@@ -125,7 +125,7 @@ pub fn float32_values(g: &Graph) -> Vec<bool> {
 }
 
 /// Adds to `names` the outer values that the subgraphs of `n` (at any depth) capture.
-fn captured(n: &Node, names: &mut Vec<String>) {
+pub fn captured(n: &Node, names: &mut Vec<String>) {
     for a in n.attrs.values() {
         let subs: &[Subgraph] = match a {
             Attr::Graph(s) => std::slice::from_ref(s),
@@ -475,5 +475,31 @@ mod tests {
             widen(&b).unwrap().as_f32().unwrap(),
             [1.0, 1.0 + 2f32.powi(-6)]
         );
+    }
+
+    #[test]
+    fn values_stay_float32_only_between_float32_readers() {
+        let text = "<ir_version: 8, opset_import: [\"\" : 17]>
+            g (float16[2] x, bool b) => (float16[4] y, float16[2] z, float16[2] w) {
+              a = Mul(x, x)
+              r = Add(a, x)
+              y = Concat <axis = 0> (r, r)
+              s = Relu(x)
+              z = Sub(s, x)
+              w = If (b) <
+                then_branch = t () => (float16[2] o) { o = Identity(s) },
+                else_branch = e () => (float16[2] o) { o = Identity(x) }
+              >
+            }";
+        let proto = crate::text::parse_model(text).expect("parses");
+        let g = crate::ir::import(proto, Vec::new()).expect("imports");
+        let ok = float32_values(&g);
+        let at = |name: &str| ok[g.values.iter().position(|v| v.name == name).expect(name)];
+        // Read by an Add only.
+        assert!(at("a"));
+        // Read by Concat (which computes in half precision itself); a graph output; read by
+        // a Sub but also captured by a branch.
+        assert!(!at("r") && !at("z") && !at("s"));
+        assert!(!at("y") && !at("w"));
     }
 }
