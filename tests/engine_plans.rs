@@ -532,3 +532,43 @@ fn float16_values_between_float32_nodes_are_rounded_only_where_they_leave() {
     assert_eq!(out[0].dtype(), onnxifi_rust::ir::DataType::F16);
     assert_eq!(value(&out[0]), 1.0 + 2f64.powi(-8));
 }
+
+/// Outputs that are not of a float16 node's type stay what they are, and float16 nodes of
+/// constants only still compute float16: LayerNormalization's statistics are float32 (their
+/// reader, a float32 Mul, gives float32), and an Add of two float16 weights gives float16.
+#[test]
+fn float16_nodes_keep_the_types_onnx_gives_their_outputs() {
+    use half::f16;
+    let h = |v: f32| f16::from_f32(v).to_bits();
+    let text = format!(
+        "<ir_version: 8, opset_import: [\"\" : 17]>\n\
+         g (float16[2,4] x) => (float16[2,4] y, float[2,1] z, float16[2] t)\n\
+         <float16[4] s = {{{one}, {one}, {one}, {one}}}, float16[2] c = {{{one}, {two}}}>\n\
+         {{\n  y, m = LayerNormalization(x, s)\n  z = Mul(m, m)\n  t = Add(c, c)\n}}\n",
+        one = h(1.0),
+        two = h(2.0)
+    );
+    let exe = compile_ok(&text);
+    let xs = [1.0f32, 2.0, 3.0, 6.0, -1.0, -1.0, 1.0, 1.0];
+    let x = onnxifi_rust::ir::Tensor::from_vec(
+        vec![2, 4],
+        xs.iter().map(|&v| f16::from_f32(v)).collect(),
+    )
+    .unwrap();
+    let out = run_ok(&exe, vec![x]);
+    assert_eq!(out[0].dtype(), onnxifi_rust::ir::DataType::F16);
+    // Means 3 and 0, squared.
+    assert_values(
+        &out[1],
+        &[2, 1],
+        &[9.0, 0.0],
+        "LayerNormalization's mean, squared",
+    );
+    let t: Vec<f32> = out[2]
+        .as_slice::<f16>()
+        .unwrap()
+        .iter()
+        .map(|v| v.to_f32())
+        .collect();
+    assert_eq!(t, [2.0, 4.0]);
+}

@@ -96,10 +96,12 @@ fn other_input(n: &Node, op: &str, this: ValueId) -> Option<Option<ValueId>> {
     }
 }
 
-/// Whether `v` is `want` as a model may store it: within 2·10⁻⁴ (float16 and bfloat16 both
-/// store √2 and 1/√2 as 181/128 and 181/256, 1.5·10⁻⁴ off).
+/// Whether `v` is `want` as a model may store it: within float32 rounding (10⁻⁴ relative), or
+/// exactly `want` rounded to float16 or bfloat16 (both store √2 as 181/128).
 fn near(v: f32, want: f32) -> bool {
-    (v - want).abs() <= 2e-4 * want.abs()
+    (v - want).abs() <= 1e-4 * want.abs()
+        || v == half::f16::from_f32(want).to_f32()
+        || v == half::bf16::from_f32(want).to_f32()
 }
 
 /// The nodes of a decomposed GELU ending at the `Erf` node `e`: `(x, nodes to remove, last
@@ -265,7 +267,9 @@ fn drop_removed(g: &mut Graph, removed: &[bool]) {
 /// Widens the float16/bfloat16 constants whose every reader computes in float32 (see
 /// [`ops::widen::widens`]) and does not learn its type from the constant (its first input, or
 /// any float input of an operator whose float inputs share a type, does; see
-/// [`ops::widen::half_type`]): the conversion is exact, and the readers would widen it anyway.
+/// [`ops::widen::half_type`]; a constant read first is widened only where the reader's inputs
+/// share a type and one of them is computed at run time, to tell it): the conversion is exact,
+/// and the readers would widen it anyway.
 /// Constants a subgraph captures, or that are graph outputs, keep their type.
 fn widen_half_weights(g: &mut Graph) {
     let mut readers: Vec<Vec<usize>> = vec![Vec::new(); g.values.len()];
@@ -293,9 +297,16 @@ fn widen_half_weights(g: &mut Graph) {
         let widened_by_all = readers.iter().all(|&i| {
             let n = &g.nodes[i];
             let first = n.inputs.iter().flatten().next();
+            // Read first, the constant may tell the node's type only where another input
+            // computed at run time is there to tell it.
+            let computed = n
+                .inputs
+                .iter()
+                .flatten()
+                .any(|&v| g.values[v].constant.is_none());
             ops::lookup(&n.domain, &n.op_type).is_some_and(|def| {
                 ops::widen::widens(def, half)
-                    && (first != Some(&id) || ops::widen::types_node(def, 1))
+                    && (first != Some(&id) || (ops::widen::types_node(def, 1) && computed))
             })
         });
         if !widened_by_all {

@@ -133,15 +133,13 @@ impl BuildEnv<'_> {
         drop(ctx);
         let result = match (wide, half) {
             (Some(w), Some(h)) => result.map(|built| w.wrap(def, built, h, &keep)),
-            _ => result,
-        };
-        let kept = |built: &Built| -> Vec<Option<DataType>> {
-            (built.outputs.iter().zip(&keep))
-                .map(|((t, _), &k)| half.filter(|_| k && *t == DataType::F32))
-                .collect()
+            _ => result.map(|built| {
+                let none = vec![None; built.outputs.len()];
+                (built, none)
+            }),
         };
         match result {
-            Ok(built) => {
+            Ok((built, kept)) => {
                 if built.outputs.len() < node.outputs.iter().filter(|o| o.is_some()).count() {
                     return Err(Error::new(
                         Status::UnsupportedOperator,
@@ -152,7 +150,6 @@ impl BuildEnv<'_> {
                         ),
                     ));
                 }
-                let kept = kept(&built);
                 Ok(Ok((built, reads, kept)))
             }
             Err(_) if wants_run_time_data => Ok(Err(())),

@@ -206,13 +206,28 @@ impl WideInputs {
     /// outputs of the input's type are reported (and rounded at run time) as `half`, but those
     /// kept in float32.
     ///
-    /// `keep[j]`: output position `j` stays float32 (see [`float32_values`]).
-    pub fn wrap(self, def: &OpDef, built: Built, half: DataType, keep: &[bool]) -> Built {
+    /// `keep[j]`: output position `j`, when it is of the node's type, stays float32 (see
+    /// [`float32_values`]); the second result says, per position, the half-precision type of
+    /// each output so kept.
+    pub fn wrap(
+        self,
+        def: &OpDef,
+        built: Built,
+        half: DataType,
+        keep: &[bool],
+    ) -> (Built, Vec<Option<DataType>>) {
         let typed = typed_outputs(def);
-        let narrow: Vec<bool> = (built.outputs.iter().enumerate())
-            .map(|(j, (t, _))| {
-                j < typed && *t == DataType::F32 && !keep.get(j).copied().unwrap_or(false)
-            })
+        // Per output position: of the node's type (rounded, or kept float32), or not.
+        let own: Vec<bool> = (built.outputs.iter().enumerate())
+            .map(|(j, (t, _))| j < typed && *t == DataType::F32)
+            .collect();
+        let kept: Vec<Option<DataType>> = (own.iter().enumerate())
+            .map(|(j, &o)| (o && keep.get(j).copied().unwrap_or(false)).then_some(half))
+            .collect();
+        let narrow: Vec<bool> = own
+            .iter()
+            .zip(&kept)
+            .map(|(&o, k)| o && k.is_none())
             .collect();
         let outputs = (built.outputs.into_iter().zip(&narrow))
             .map(|((t, s), &n)| (if n { half } else { t }, s))
@@ -222,7 +237,7 @@ impl WideInputs {
             .into_iter()
             .map(|w| w.and_then(|(t, constant)| constant.then_some(t)))
             .collect();
-        Built {
+        let built = Built {
             outputs,
             kernel: Box::new(Widened {
                 inner: built.kernel,
@@ -230,7 +245,8 @@ impl WideInputs {
                 constants,
                 narrow,
             }),
-        }
+        };
+        (built, kept)
     }
 }
 
@@ -275,17 +291,27 @@ impl Kernel for Widened {
         // half-precision input was widened, so the kernel makes no half-precision value).
         let allocates = self.inner.allocates_outputs();
         let zeroed = !self.inner.overwrites_outputs();
-        let mut outs: Vec<Tensor> = outputs
-            .iter_mut()
-            .map(|o| {
-                if o.dtype() != self.half {
+        // Which outputs are rounded: those handed over in the node's type; a kernel that makes
+        // its own outputs gets float32 placeholders, so there the positions tell (every
+        // position is handed over unless an optional output is omitted).
+        let rounded: Vec<bool> = if allocates {
+            if outputs.len() != self.narrow.len() && self.narrow.iter().any(|&n| n) {
+                return Err(Error::new(
+                    Status::InternalError,
+                    "a float16 node that sizes its own outputs has an optional output omitted",
+                ));
+            }
+            self.narrow.clone()
+        } else {
+            outputs.iter().map(|o| o.dtype() == self.half).collect()
+        };
+        let mut outs: Vec<Tensor> = (outputs.iter_mut().zip(&rounded))
+            .map(|(o, &r)| {
+                if !r {
                     return std::mem::replace(o, placeholder());
                 }
                 if allocates {
-                    return Tensor {
-                        shape: o.shape.clone(),
-                        data: TensorData::F32(Vec::new()),
-                    };
+                    return placeholder();
                 }
                 let mut w = scratch_tensor(&o.shape, o.len());
                 if zeroed {
@@ -298,13 +324,13 @@ impl Kernel for Widened {
             .collect();
         let ran = self.inner.run(&ins, &mut outs);
         let mut narrowed = Ok(());
-        for (o, w) in outputs.iter_mut().zip(outs) {
-            if o.dtype() != self.half {
+        for ((o, w), &r) in outputs.iter_mut().zip(outs).zip(&rounded) {
+            if !r {
                 *o = w;
                 continue;
             }
             if ran.is_ok() && narrowed.is_ok() {
-                narrowed = narrow_into(&w, o, allocates);
+                narrowed = narrow_into(&w, o, self.half, allocates);
             }
             give_back(w);
         }
@@ -403,13 +429,14 @@ fn in_pieces<D: Send, S: Sync>(dst: &mut [D], src: &[S], convert: impl Fn(&mut [
         .for_each(|(d, s)| convert(d, s));
 }
 
-/// Rounds the float32 `wide` into `out` (float16 or bfloat16), to nearest with ties to even;
-/// `resize` when the inner kernel set the shape (`out` takes it).
-fn narrow_into(wide: &Tensor, out: &mut Tensor, resize: bool) -> Result<()> {
+/// Rounds the float32 `wide` into `out` (of type `half`: float16 or bfloat16), to nearest with
+/// ties to even; with `resize` (the inner kernel set the shape) `out` becomes a fresh tensor of
+/// that shape.
+fn narrow_into(wide: &Tensor, out: &mut Tensor, half: DataType, resize: bool) -> Result<()> {
     let src = wide.as_f32()?;
     if resize {
         out.shape = wide.shape.clone();
-        out.data = TensorData::zeros(out.dtype(), src.len())?;
+        out.data = TensorData::zeros(half, src.len())?;
     }
     match &mut out.data {
         TensorData::F16(v) if v.len() == src.len() => {
@@ -448,7 +475,7 @@ mod tests {
         )
         .unwrap();
         let mut h = Tensor::from_vec(vec![3], vec![f16::ZERO; 3]).unwrap();
-        narrow_into(&x, &mut h, false).unwrap();
+        narrow_into(&x, &mut h, DataType::F16, false).unwrap();
         let got: Vec<f32> = h
             .as_slice::<f16>()
             .unwrap()
@@ -463,7 +490,7 @@ mod tests {
         )
         .unwrap();
         let mut b = Tensor::from_vec(vec![2], vec![bf16::ZERO; 2]).unwrap();
-        narrow_into(&x, &mut b, false).unwrap();
+        narrow_into(&x, &mut b, DataType::BF16, false).unwrap();
         let got: Vec<f32> = b
             .as_slice::<bf16>()
             .unwrap()
