@@ -5,7 +5,7 @@
 //! the same text and onnxruntime run it with graph optimizations off. Results must agree to
 //! rtol 1e-4, atol 1e-5.
 //!
-//! The models exercise the rewrites of `src/exec/fuse.rs` (Conv+BatchNormalization folding,
+//! The models exercise the rewrites of `src/exec/fuse/` (Conv+BatchNormalization folding,
 //! Conv+activation fusion — the tests assert that the rewrite happened, so they check the fused
 //! path), buffer reuse across steps and runs, and symbolic batch dimensions.
 //!

@@ -17,6 +17,7 @@ use crate::ir::{Attr, DataType, Graph, Node, PooledF32, Subgraph, Tensor, Tensor
 use crate::kernels::scratch;
 use half::slice::HalfFloatSliceExt;
 use rayon::prelude::*;
+use smallvec::SmallVec;
 use std::sync::Arc;
 
 /// Operators of the default domain that have a half-precision path of their own but compute
@@ -250,6 +251,9 @@ impl WideInputs {
     }
 }
 
+/// Per input or output of one node, on the stack for the usual few.
+type Per<T> = SmallVec<[T; 4]>;
+
 /// A float32 kernel run on half-precision data.
 struct Widened {
     /// The float32 kernel.
@@ -264,21 +268,21 @@ struct Widened {
 
 impl Kernel for Widened {
     fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor]) -> Result<()> {
-        // The float32 temporaries are scratch buffers (`kernels::scratch`), so a warmed-up run
-        // allocates nothing for them.
-        let wide: Vec<Option<Tensor>> = inputs
+        // The float32 temporaries' data are scratch buffers (`kernels::scratch`): a warmed-up
+        // run allocates only their shapes.
+        let wide: Per<Option<Tensor>> = inputs
             .iter()
             .enumerate()
             .map(|(i, t)| match t {
                 Some(t) if t.dtype() == self.half && self.constant(i).is_none() => {
-                    let mut w = scratch_tensor(&t.shape, t.len());
+                    let mut w = scratch_tensor(&t.shape, t.len())?;
                     widen_into(t, &mut w)?;
                     Ok(Some(w))
                 }
                 _ => Ok(None),
             })
             .collect::<Result<_>>()?;
-        let ins: Vec<Option<&Tensor>> = inputs
+        let ins: Per<Option<&Tensor>> = inputs
             .iter()
             .enumerate()
             .map(|(i, t)| match (self.constant(i), &wide[i]) {
@@ -294,34 +298,34 @@ impl Kernel for Widened {
         // Which outputs are rounded: those handed over in the node's type; a kernel that makes
         // its own outputs gets float32 placeholders, so there the positions tell (every
         // position is handed over unless an optional output is omitted).
-        let rounded: Vec<bool> = if allocates {
+        let rounded: Per<bool> = if allocates {
             if outputs.len() != self.narrow.len() && self.narrow.iter().any(|&n| n) {
                 return Err(Error::new(
                     Status::InternalError,
                     "a float16 node that sizes its own outputs has an optional output omitted",
                 ));
             }
-            self.narrow.clone()
+            self.narrow.iter().copied().collect()
         } else {
             outputs.iter().map(|o| o.dtype() == self.half).collect()
         };
-        let mut outs: Vec<Tensor> = (outputs.iter_mut().zip(&rounded))
+        let mut outs: Per<Tensor> = (outputs.iter_mut().zip(&rounded))
             .map(|(o, &r)| {
                 if !r {
-                    return std::mem::replace(o, placeholder());
+                    return Ok(std::mem::replace(o, placeholder()));
                 }
                 if allocates {
-                    return placeholder();
+                    return Ok(placeholder());
                 }
-                let mut w = scratch_tensor(&o.shape, o.len());
+                let mut w = scratch_tensor(&o.shape, o.len())?;
                 if zeroed {
                     if let TensorData::Pooled(p) = &mut w.data {
                         p.as_mut_slice().fill(0.0);
                     }
                 }
-                w
+                Ok(w)
             })
-            .collect();
+            .collect::<Result<_>>()?;
         let ran = self.inner.run(&ins, &mut outs);
         let mut narrowed = Ok(());
         for ((o, w), &r) in outputs.iter_mut().zip(outs).zip(&rounded) {
@@ -334,6 +338,7 @@ impl Kernel for Widened {
             }
             give_back(w);
         }
+        drop(ins);
         wide.into_iter().flatten().for_each(give_back);
         ran.and(narrowed)
     }
@@ -365,14 +370,13 @@ fn placeholder() -> Tensor {
 }
 
 /// A float32 tensor of `shape` (`len` elements) in a scratch buffer, its contents stale.
-fn scratch_tensor(shape: &[usize], len: usize) -> Tensor {
+fn scratch_tensor(shape: &[usize], len: usize) -> Result<Tensor> {
     let mut p = PooledF32::from_aligned(scratch::take(len));
-    // Shorter than the buffer: no allocation.
-    let _ = p.set_len(len);
-    Tensor {
+    p.set_len(len)?;
+    Ok(Tensor {
         shape: shape.to_vec(),
         data: TensorData::Pooled(p),
-    }
+    })
 }
 
 /// Returns the scratch buffer of a temporary from [`scratch_tensor`].

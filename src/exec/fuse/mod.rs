@@ -12,9 +12,17 @@
 //!   added in its write-back (`FusedConv` with a fourth input);
 //! - an activation after a `Conv`, `Gemm` or `MatMul` runs inside its write-back (`FusedConv`,
 //!   `FusedGemm`, `FusedMatMul`).
+//!
+//! Modules: `half` (the half-precision weights), `gelu` (the GELU patterns); the other rewrites
+//! and the helpers they share are here.
 
-use crate::ir::{Attr, DataType, Graph, Node, Tensor, TensorData, ValueId, ValueInfo};
+mod gelu;
+mod half;
+
+use crate::ir::{Attr, Graph, Node, Tensor, TensorData, ValueId, ValueInfo};
 use crate::ops;
+use gelu::fuse_gelu;
+use half::widen_half_weights;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -96,106 +104,6 @@ fn other_input(n: &Node, op: &str, this: ValueId) -> Option<Option<ValueId>> {
     }
 }
 
-/// Whether `v` is `want` as a model may store it: within float32 rounding (10⁻⁴ relative), or
-/// exactly `want` rounded to float16 or bfloat16 (both store √2 as 181/128).
-fn near(v: f32, want: f32) -> bool {
-    (v - want).abs() <= 1e-4 * want.abs()
-        || v == half::f16::from_f32(want).to_f32()
-        || v == half::bf16::from_f32(want).to_f32()
-}
-
-/// The nodes of a decomposed GELU ending at the `Erf` node `e`: `(x, nodes to remove, last
-/// node)`. Matched spellings, each node's output read only by the next:
-/// `d = x / √2` or `x · (1/√2)`; `e = Erf(d)`; `p = e + 1`; then either
-/// `(x · p) · 0.5` or `(x · 0.5) · p` (operands in either order).
-fn gelu_at(
-    g: &Graph,
-    prod: &[Option<usize>],
-    consumers: &[Option<usize>],
-    e: usize,
-) -> Option<(ValueId, Vec<usize>, usize)> {
-    let erf = &g.nodes[e];
-    if !is_default(erf, "Erf") || erf.inputs.len() != 1 || erf.outputs.len() != 1 {
-        return None;
-    }
-    let d_id = erf.inputs[0]?;
-    if consumers[d_id] != Some(e) {
-        return None;
-    }
-    let d = prod[d_id]?;
-    let dn = &g.nodes[d];
-    let x = dn.inputs.first().copied().flatten()?;
-    let scale_ok = match (
-        dn.op_type.as_str(),
-        scalar_f32(g, dn.inputs.get(1).copied().flatten()),
-    ) {
-        ("Div", Some(c)) => near(c, std::f32::consts::SQRT_2),
-        ("Mul", Some(c)) => near(c, std::f32::consts::FRAC_1_SQRT_2),
-        _ => false,
-    };
-    if !scale_ok || !(is_default(dn, "Div") || is_default(dn, "Mul")) || dn.inputs.len() != 2 {
-        return None;
-    }
-    let e_out = erf.outputs[0]?;
-    let p = consumers[e_out]?;
-    if scalar_f32(g, other_input(&g.nodes[p], "Add", e_out)?) != Some(1.0) {
-        return None;
-    }
-    let p_out = g.nodes[p].outputs[0]?;
-    let q = consumers[p_out]?;
-    let q_other = other_input(&g.nodes[q], "Mul", p_out)??;
-    let q_out = g.nodes[q].outputs[0]?;
-    if q_other == x {
-        // (x · p) · 0.5
-        let r = consumers[q_out]?;
-        if scalar_f32(g, other_input(&g.nodes[r], "Mul", q_out)?) != Some(0.5) {
-            return None;
-        }
-        return Some((x, vec![d, e, p, q], r));
-    }
-    // (x · 0.5) · p
-    let h = prod[q_other]?;
-    if consumers[q_other] != Some(q)
-        || other_input(&g.nodes[h], "Mul", x).map(|c| scalar_f32(g, c)) != Some(Some(0.5))
-    {
-        return None;
-    }
-    Some((x, vec![d, e, p, h], q))
-}
-
-/// Replaces each decomposed GELU by one internal `Activation` node.
-fn fuse_gelu(g: &mut Graph) {
-    let consumers = sole_consumers(g);
-    let prod = producers(g);
-    let mut removed = vec![false; g.nodes.len()];
-    for e in 0..g.nodes.len() {
-        if removed[e] {
-            continue;
-        }
-        let Some((x, gone, last)) = gelu_at(g, &prod, &consumers, e) else {
-            continue;
-        };
-        if gone.iter().chain([&last]).any(|&i| removed[i]) {
-            continue;
-        }
-        let inner: Vec<ValueId> = gone.iter().filter_map(|&i| g.nodes[i].outputs[0]).collect();
-        let last_out = g.nodes[last].outputs[0];
-        match last_out {
-            Some(out) if absorb_declared(g, &inner, out) => {}
-            _ => continue,
-        }
-        let n = &mut g.nodes[last];
-        n.op_type = "Activation".into();
-        n.domain = ops::INTERNAL_DOMAIN.into();
-        n.inputs = vec![Some(x)];
-        n.attrs = BTreeMap::from([("activation".to_string(), Attr::String(b"Gelu".to_vec()))]);
-        for i in gone {
-            removed[i] = true;
-        }
-    }
-    drop_removed(g, &removed);
-}
-
 /// Folds `MatMul(a, W) + b` (W a constant matrix, b a constant of shape `[n]`) into
 /// `FusedMatMul(a, W, b)`.
 fn fuse_matmul_bias(g: &mut Graph) {
@@ -262,63 +170,6 @@ fn drop_removed(g: &mut Graph, removed: &[bool]) {
         k += 1;
         !removed[k - 1]
     });
-}
-
-/// Widens the float16/bfloat16 constants whose every reader computes in float32 (see
-/// [`ops::widen::widens`]) and does not learn its type from the constant (its first input, or
-/// any float input of an operator whose float inputs share a type, does; see
-/// [`ops::widen::half_type`]; a constant read first is widened only where the reader's inputs
-/// share a type and one of them is computed at run time, to tell it): the conversion is exact,
-/// and the readers would widen it anyway.
-/// Constants a subgraph captures, or that are graph outputs, keep their type.
-fn widen_half_weights(g: &mut Graph) {
-    let mut readers: Vec<Vec<usize>> = vec![Vec::new(); g.values.len()];
-    for (i, n) in g.nodes.iter().enumerate() {
-        for id in n.inputs.iter().flatten() {
-            readers[*id].push(i);
-        }
-    }
-    let mut captured = Vec::new();
-    for n in &g.nodes {
-        ops::widen::captured(n, &mut captured);
-    }
-    for (id, readers) in readers.iter().enumerate() {
-        let Some(t) = g.values[id].constant.as_deref() else {
-            continue;
-        };
-        let half = t.dtype();
-        if !matches!(half, DataType::F16 | DataType::BF16)
-            || readers.is_empty()
-            || g.outputs.contains(&id)
-            || captured.contains(&g.values[id].name)
-        {
-            continue;
-        }
-        let widened_by_all = readers.iter().all(|&i| {
-            let n = &g.nodes[i];
-            let first = n.inputs.iter().flatten().next();
-            // Read first, the constant may tell the node's type only where another input
-            // computed at run time is there to tell it.
-            let computed = n
-                .inputs
-                .iter()
-                .flatten()
-                .any(|&v| g.values[v].constant.is_none());
-            ops::lookup(&n.domain, &n.op_type).is_some_and(|def| {
-                ops::widen::widens(def, half)
-                    && (first != Some(&id) || (ops::widen::types_node(def, 1) && computed))
-            })
-        });
-        if !widened_by_all {
-            continue;
-        }
-        if let Ok(wide) = ops::widen::widen(t) {
-            g.values[id].constant = Some(Arc::new(wide));
-            if let Some(d) = g.values[id].declared.as_mut() {
-                d.dtype = DataType::F32;
-            }
-        }
-    }
 }
 
 fn fold_constant_nodes(g: &mut Graph) {
@@ -652,90 +503,16 @@ mod tests {
     use crate::kernels::reference::erf_f64;
 
     /// The graph of a model in the ONNX text syntax, after [`fuse`].
-    fn fused(text: &str) -> Graph {
+    pub(super) fn fused(text: &str) -> Graph {
         let proto = crate::text::parse_model(text).expect("model parses");
         fuse(import(proto, Vec::new()).expect("model imports"))
     }
 
-    fn ops(g: &Graph) -> Vec<&str> {
+    pub(super) fn ops(g: &Graph) -> Vec<&str> {
         g.nodes.iter().map(|n| n.op_type.as_str()).collect()
     }
 
-    const HEADER: &str = "<ir_version: 8, opset_import: [\"\" : 17]>";
-
-    #[test]
-    fn every_gelu_spelling_becomes_one_node() {
-        let bodies = [
-            // (x · (1 + erf(x/√2))) · 0.5
-            "d = Div(x, s)\n e = Erf(d)\n p = Add(e, one)\n q = Mul(x, p)\n y = Mul(q, half)",
-            // 0.5 · ((1 + erf(x·(1/√2))) · x)
-            "d = Mul(x, r)\n e = Erf(d)\n p = Add(one, e)\n q = Mul(p, x)\n y = Mul(half, q)",
-            // (x · 0.5) · (erf(x/√2) + 1)
-            "h = Mul(x, half)\n d = Div(x, s)\n e = Erf(d)\n p = Add(e, one)\n y = Mul(h, p)",
-        ];
-        for body in bodies {
-            let text = format!(
-                "{HEADER} g (float[4] x) => (float[4] y)
-                 <float s = {{1.4142135}}, float r = {{0.70710677}}, float one = {{1.0}},
-                  float half = {{0.5}}> {{ {body} }}"
-            );
-            let g = fused(&text);
-            assert_eq!(ops(&g), ["Activation"], "{body}");
-            assert!(
-                matches!(g.nodes[0].attrs.get("activation"), Some(Attr::String(s)) if s == b"Gelu")
-            );
-        }
-        // float16 constants (√2 and 1/√2 rounded to 181/128 and 181/256) in every spelling,
-        // read first or second: widened to float32 for the rewrites.
-        for body in bodies {
-            let text = format!(
-                "{HEADER} g (float16[4] x) => (float16[4] y)
-                 <float16 s = {{15784}}, float16 r = {{14760}}, float16 one = {{15360}},
-                  float16 half = {{14336}}> {{ {body} }}"
-            );
-            assert_eq!(ops(&fused(&text)), ["Activation"], "float16: {body}");
-        }
-        // A float16 constant that another reader reads as float16 (Concat computes on float16
-        // itself) keeps its type; the one read only by float32 computations is widened.
-        let text = format!(
-            "{HEADER} g (float16[2] x) => (float16[4] y, float16[2] z)
-             <float16[2] c = {{15360, 16384}}, float16[2] d = {{15360, 16384}}>
-             {{ y = Concat <axis = 0> (x, c)\n w = Mul(x, c)\n z = Add(d, w) }}"
-        );
-        let g = fused(&text);
-        let dtype = |name: &str| {
-            let v = g.values.iter().find(|v| v.name == name).expect("a value");
-            v.constant.as_ref().expect("a constant").dtype()
-        };
-        assert_eq!(dtype("c"), DataType::F16);
-        assert_eq!(dtype("d"), DataType::F32);
-        assert_eq!(
-            g.values
-                .iter()
-                .find(|v| v.name == "d")
-                .unwrap()
-                .constant
-                .as_ref()
-                .unwrap()
-                .as_f32()
-                .unwrap(),
-            [1.0, 2.0]
-        );
-        // A wrong constant is not a GELU.
-        let text = format!(
-            "{HEADER} g (float[4] x) => (float[4] y) <float s = {{2.0}}, float one = {{1.0}},
-             float half = {{0.5}}> {{ d = Div(x, s)\n e = Erf(d)\n p = Add(e, one)\n
-             q = Mul(x, p)\n y = Mul(q, half) }}"
-        );
-        assert_eq!(ops(&fused(&text)), ["Div", "Erf", "Add", "Mul", "Mul"]);
-        // An intermediate that is also a graph output must stay computed.
-        let text = format!(
-            "{HEADER} g (float[4] x) => (float[4] y, float[4] e) <float s = {{1.4142135}},
-             float one = {{1.0}}, float half = {{0.5}}> {{ d = Div(x, s)\n e = Erf(d)\n
-             p = Add(e, one)\n q = Mul(x, p)\n y = Mul(q, half) }}"
-        );
-        assert_eq!(ops(&fused(&text)), ["Div", "Erf", "Add", "Mul", "Mul"]);
-    }
+    pub(super) const HEADER: &str = "<ir_version: 8, opset_import: [\"\" : 17]>";
 
     #[test]
     fn matmul_bias_and_gelu_fuse_and_compute_the_same() {
