@@ -228,6 +228,13 @@ fn depthwise_random_shapes() {
         }
         let p = params(1, 3, 11, 20, 3, (3, 3), (1, 1), [1, 1, 1, 1], (2, 1), 3);
         check(isa, p, Activation::Relu, &mut rng);
+        // Output planes of 56 rows or more: the AVX-512 3×3 rows prefetch input rows ahead,
+        // up to the plane's last row.
+        for (st, h, pad) in [(1, 57, 1), (1, 60, 0), (2, 113, 1), (2, 116, 0)] {
+            let p = params(1, 2, h, 37, 2, (3, 3), (st, st), [pad; 4], (1, 1), 2);
+            assert!(p.out_h() >= 56);
+            check(isa, p, clip, &mut rng);
+        }
         // The AVX-512 3×3 rows compute blocks of four output rows, each input row feeding
         // every row of the block it reaches: heights around the block size, pads of 0 to 2
         // above and below (asymmetric), at strides 1 and 2.

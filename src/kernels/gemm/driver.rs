@@ -52,8 +52,8 @@ enum BBlock<'a> {
 /// Whether B is packed one micro-panel at a time while the tiles run ([`BBlock::Stream`])
 /// rather than all at once before them: for a generated B (a convolution's implicit im2col)
 /// when C has at most [`MC`] rows (a task covers them all, so every micro-panel is packed
-/// once, unless a parallel grid with fewer column panels than tasks splits the rows too,
-/// each row block then packing its own). The packed panel then stays in L1 for the tiles that use it, where a B packed
+/// once; in parallel, [`gemm`] streams only where the task grid keeps the rows whole, since
+/// each row block packs its own). The packed panel then stays in L1 for the tiles that use it, where a B packed
 /// whole (ResNet-50's 7×7 stem: 147 × 12544 floats) goes out to L3 and is read back:
 /// `kernel_bench` (`KB_COLD=4`, best of 5 rounds) on the stem 77 → 80 GFLOP/s at 1 thread,
 /// 136 → 157 at 2; stride-2 3×3 layers of 128 and 256 channels unchanged. Only over more than
@@ -174,7 +174,13 @@ pub(super) fn gemm(
     let par = threads > 1 && 2 * m * n * k >= PAR_MIN_FLOPS;
     let m_pad = m.div_ceil(mr) * mr;
     let direct_b = read_b_in_place(isa, &b, m, k);
-    let stream = stream_b(isa, &b, m, k);
+    // A streamed B is packed by every row block of the grid that uses its columns, so in
+    // parallel it is streamed only where the grid keeps the rows whole; otherwise it is packed
+    // once, in parallel. `kernel_bench` (`KB_COLD=4`, 2 threads, 6 interleaved rounds):
+    // ResNet-50's stride-2 3×3 layer of 128 channels at 56² (two row blocks) 321 → 345
+    // GFLOP/s; on the borrowed 16-core Xeon the layer took 0.47 ms against 0.69 inside the
+    // model.
+    let stream = stream_b(isa, &b, m, k) && (!par || task_grid(m, n, mr, nr, 3 * threads).0 >= m);
     let stream_src: Option<&dyn PanelSource> = match b {
         Src::Panels(p) if stream => Some(p),
         _ => None,

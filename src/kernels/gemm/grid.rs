@@ -21,10 +21,19 @@ pub(super) fn task_grid(
     (m.div_ceil(nrb).div_ceil(mr) * mr, cb)
 }
 
+/// From this many threads on, [`whole_k_grid`] keeps the general grid. One task a thread
+/// leaves the work stealing nothing to even out, and on a shared host the threads do not run
+/// equally fast: on a borrowed 16-core Xeon (a KVM guest) one vCPU ran a 1-thread sgemm 1024³
+/// at 72–148 GFLOP/s from one moment to the next. There, at 16 threads, ResNet-50 took 24.4 /
+/// 17.4 ms (two passes, ratio to ONNX Runtime 1.32 / 1.11) with the general grid against
+/// 55.0 / 20.6 ms (2.44 / 1.34) with one task a thread.
+const ROWS_ONLY_MAX_THREADS: usize = 8;
+
 /// The task grid of the whole-K parallel driver (`driver::gemm_whole_k`). A task reads its rows of A and its columns of B over the
 /// whole of K, so a grid of `r × c` tasks reads A `c` times and B `r` times. The general grid
 /// ([`task_grid`], about three tasks a thread) splits the columns too; splitting only the
-/// rows, into a multiple of `threads` tasks of at most [`MC`] rows, is taken instead when it
+/// rows, into a multiple of `threads` tasks of at most [`MC`] rows, is taken instead (below
+/// [`ROWS_ONLY_MAX_THREADS`] threads) when it
 /// reads less in all (each thread then streams its own part of the weights once, and B
 /// once), or when its critical path (waves of `threads` tasks) is at least an eighth
 /// shorter: by reads alone, ResNet-50's 256-channel 3×3 layer at 14² on 16 threads took the
@@ -42,7 +51,7 @@ pub(super) fn whole_k_grid(
     let general = task_grid(m, n, mr, nr, 3 * threads);
     let (tiles, n_pad) = (m.div_ceil(mr), n.div_ceil(nr) * nr);
     let row_tasks = m.div_ceil(MC).div_ceil(threads) * threads;
-    if tiles < 2 * row_tasks {
+    if tiles < 2 * row_tasks || threads >= ROWS_ONLY_MAX_THREADS {
         return general;
     }
     // Rows of A and columns of B read, summed over the tasks.

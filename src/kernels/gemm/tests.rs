@@ -462,11 +462,19 @@ fn whole_k_grid_splits_rows_when_that_is_shorter_or_reads_less() {
     // more than the general grid's 11 row blocks of 192, for a path only 8% shorter (6 waves
     // of 44 tile columns against 6 of 48).
     assert_eq!(whole_k_grid(2048, 49, (8, 32), 2), (192, 64));
-    // The 256-channel layer at 14² on 16 threads: 16 tasks of 16 rows (a critical path of 14
-    // tile columns), not the general grid's 49 tasks of 40 rows × 32 columns (4 waves of 5),
-    // though it reads less (7·256 + 7·224 rows and columns against 256 + 16·224).
-    assert_eq!(grid::task_grid(256, 196, 8, 32, 48), (40, 32));
-    assert_eq!(whole_k_grid(256, 196, (8, 32), 16), (16, 224));
+    // The 256-channel layer at 14² on 4 threads: 4 tasks of 64 rows, which read less (256 +
+    // 4·224 rows and columns) than the general grid's 12 tasks of 88 rows × 64 columns (4·256
+    // + 3·224).
+    assert_eq!(grid::task_grid(256, 196, 8, 32, 12), (88, 64));
+    assert_eq!(whole_k_grid(256, 196, (8, 32), 4), (64, 224));
+    // On 8 threads and more, the general grid (about three tasks a thread) whatever the
+    // rows-only one would read or take.
+    for threads in [8, 16] {
+        assert_eq!(
+            whole_k_grid(256, 196, (8, 32), threads),
+            grid::task_grid(256, 196, 8, 32, 3 * threads)
+        );
+    }
 }
 
 #[test]

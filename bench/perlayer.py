@@ -1,0 +1,153 @@
+"""Per-layer time of onnxifi-rust against ONNX Runtime on one model and thread count.
+
+This library's side comes from its own trace (ONNXIFI_RUST_TRACE, written by `onnxifi-run
+bench`), ONNX Runtime's from its profiler (intra-op spinning off). Both fuse nodes, so layers
+are paired by kind, in execution order: the k-th convolution of one with the k-th of the
+other, likewise matrix products; the rest is summed by operator type. Each layer's time is the
+median over the measured runs. ONNX Runtime's profiler adds its own cost to every node, so its
+per-node sum runs above its plain latency: read the table for where the gaps lie, and
+`compare_ort.py` for the latency.
+
+    .venv/bin/python bench/perlayer.py MODEL [--threads T] [--iters N] [--cli PATH] [--top K]
+
+MODEL is a .onnx file or a built-in model name of compare_ort.py (resnet50, mobilenetv2, ...).
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import onnx  # noqa: E402
+import onnxruntime as ort  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import compare_ort  # noqa: E402
+
+CONV = {"Conv", "FusedConv"}
+PRODUCT = {"MatMul", "FusedMatMul", "Gemm", "FusedGemm"}
+
+
+def kind(op):
+    """The pairing family of an operator type: conv, product, or the type itself."""
+    if op in CONV:
+        return "conv"
+    if op in PRODUCT:
+        return "product"
+    return op
+
+
+def layers(events):
+    """(name, op, shapes, [durations in ms]) per node, in order of first appearance."""
+    order, seen = [], {}
+    for name, op, shapes, dur in events:
+        if name not in seen:
+            seen[name] = (name, op, shapes, [])
+            order.append(name)
+        seen[name][3].append(dur / 1000.0)
+    return [seen[n] for n in order]
+
+
+def ours(path, threads, iters, cli):
+    trace = tempfile.NamedTemporaryFile(suffix=".json", delete=False).name
+    env = dict(os.environ, ONNXIFI_RUST_TRACE=trace, ONNXIFI_RUST_NUM_THREADS=str(threads))
+    subprocess.run([cli, "bench", path, "--iterations", str(iters), "--warmup", "3",
+                    "--threads", str(threads)], env=env, check=True,
+                   stdout=subprocess.DEVNULL)
+    with open(trace) as f:
+        data = json.load(f)
+    os.unlink(trace)
+    evs = data["traceEvents"] if isinstance(data, dict) else data
+    runs = [e for e in evs if e.get("cat") == "run"]
+    first = sorted(e["ts"] for e in runs)[3] if len(runs) > 3 else 0
+    out = []
+    for e in sorted(evs, key=lambda e: e.get("ts", 0)):
+        if e.get("cat") == "op" and e.get("ts", 0) >= first:
+            a = e.get("args", {})
+            out.append((a.get("node", e["name"]), e["name"], a.get("inputs", ""), e["dur"]))
+    return layers(out)
+
+
+def onnxruntime(path, threads, iters):
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = threads
+    so.inter_op_num_threads = 1
+    so.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    so.enable_profiling = True
+    so.profile_file_prefix = os.path.join(tempfile.mkdtemp(), "ort")
+    sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+    feeds = compare_ort.make_inputs(compare_ort.input_specs(onnx.load(path)))
+    for _ in range(3):
+        sess.run(None, feeds)
+    for _ in range(iters):
+        sess.run(None, feeds)
+    prof = sess.end_profiling()
+    with open(prof) as f:
+        evs = json.load(f)
+    runs = sorted(e["ts"] for e in evs if e.get("name") == "model_run")
+    first = runs[3] if len(runs) > 3 else 0
+    out = []
+    for e in sorted(evs, key=lambda e: e.get("ts", 0)):
+        if e.get("cat") == "Node" and e["name"].endswith("_kernel_time") and e["ts"] >= first:
+            a = e.get("args", {})
+            shapes = " ".join(str(list(d.values())[0]) for d in a.get("input_type_shape", []))
+            out.append((e["name"][: -len("_kernel_time")], a.get("op_name", "?"), shapes,
+                        e["dur"]))
+    return layers(out)
+
+
+def med(ls):
+    return statistics.median(ls[3])
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("model")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--cli", default=os.path.join(compare_ort.ROOT, "target", "release",
+                                                  "onnxifi-run"))
+    ap.add_argument("--top", type=int, default=15, help="paired layers to list, widest gap first")
+    args = ap.parse_args()
+    path = args.model
+    if not path.endswith(".onnx"):
+        model = compare_ort.BUILDERS[path][0]()
+        path = os.path.join(tempfile.mkdtemp(), args.model + ".onnx")
+        onnx.save(model, path)
+    a = ours(path, args.threads, args.iters, args.cli)
+    b = onnxruntime(path, args.threads, args.iters)
+    print(f"# {args.model}, {args.threads} threads, {args.iters} runs; per-node medians, ms")
+    print(f"sum of layers: ours {sum(map(med, a)):.2f}, ORT {sum(map(med, b)):.2f} "
+          "(ORT's profiler inflates its own)")
+    by = {}
+    for side, ls in (("ours", a), ("ort", b)):
+        for x in ls:
+            k = kind(x[1])
+            by.setdefault(k, {"ours": 0.0, "ort": 0.0, "n_ours": 0, "n_ort": 0})
+            by[k][side] += med(x)
+            by[k]["n_" + side] += 1
+    print("\n| kind | ours ms (nodes) | ORT ms (nodes) |\n|---|---|---|")
+    for k, v in sorted(by.items(), key=lambda kv: -max(kv[1]["ours"], kv[1]["ort"])):
+        print(f"| {k} | {v['ours']:.3f} ({v['n_ours']}) | {v['ort']:.3f} ({v['n_ort']}) |")
+    for fam in ("conv", "product"):
+        xa = [x for x in a if kind(x[1]) == fam]
+        xb = [x for x in b if kind(x[1]) == fam]
+        if not xa or len(xa) != len(xb):
+            if xa or xb:
+                print(f"\n{fam}: {len(xa)} against {len(xb)} nodes, not paired")
+            continue
+        rows = [(i, x, y, med(x), med(y)) for i, (x, y) in enumerate(zip(xa, xb))]
+        rows.sort(key=lambda r: -(r[3] - r[4]))
+        print(f"\n{fam}, widest gaps first:\n| # | our inputs | ours ms | ORT ms | ratio |"
+              "\n|---|---|---|---|---|")
+        for i, x, y, ta, tb in rows[: args.top]:
+            print(f"| {i} | {x[2][:60]} | {ta:.3f} | {tb:.3f} | {ta / max(tb, 1e-9):.2f} |")
+
+
+if __name__ == "__main__":
+    main()
