@@ -10,6 +10,9 @@ to agree with ONNX Runtime before anything is timed.
     .venv/bin/python bench/compare_ort.py [--models a,b,...|all] [--threads 1,2] [--rounds R]
         [--runs K|auto] [--lib PATH] [--peak-gflops G] [--rss] [--json PATH] [MODEL.onnx ...]
 
+% of peak is taken against the fp32 FMA peak of one core as `onnxifi-run peak` (built beside
+the library) measures it, times the thread count; --peak-gflops overrides it.
+
 Built-in models (fixed-seed random weights, opset 17, NCHW, float32, batch 1):
   resnet50, mobilenetv2, bert2, matmul1024, conv3x3 (the default set), and the older
   small_cnn, conv_block, mlp, and resnet50_f16, mobilenetv2_f16, bert2_f16 (the same models in
@@ -842,9 +845,9 @@ def parse_args(argv):
     ap.add_argument("--runs", default="auto", help="runs per library per round, or 'auto' "
                     "(per model: a batch takes ~0.3 s, at least 3)")
     ap.add_argument("--lib", default=os.path.join(ROOT, "target", "release", "libonnxifi_rust.so"))
-    ap.add_argument("--peak-gflops", type=float, default=117.0,
-                    help="FMA peak per core in GFLOP/s for the %%-of-peak column "
-                         "(default 117: Zen 4, 2×256-bit FMA at ~3.7 GHz)")
+    ap.add_argument("--peak-gflops", type=float, default=None,
+                    help="FMA peak per core in GFLOP/s for the %%-of-peak column (default: "
+                         "measured by `onnxifi-run peak` next to --lib, else 117)")
     ap.add_argument("--rss", action="store_true", help="also measure peak RSS (in fresh processes)")
     ap.add_argument("--json", metavar="PATH", help="write every row to PATH as JSON")
     ap.add_argument("--_worker", type=int, help=argparse.SUPPRESS)
@@ -885,6 +888,22 @@ def parse_args(argv):
     return args
 
 
+def measured_peak(lib):
+    """(GFLOP/s, where it came from): the fp32 FMA peak of one core as `onnxifi-run peak`
+    (built beside the library) measures it for the kernels' instruction set, or 117 (one Zen 4
+    core: two 256-bit FMA pipes at about 3.7 GHz) when it cannot run."""
+    cli = os.path.join(os.path.dirname(os.path.abspath(lib)), "onnxifi-run")
+    try:
+        out = subprocess.run([cli, "peak", "--json"], capture_output=True, text=True,
+                             timeout=60, check=True).stdout
+        got = json.loads(out)
+        if got.get("gflops"):
+            return float(got["gflops"]), f"measured by onnxifi-run peak, {got['isa']}"
+    except (OSError, subprocess.SubprocessError, ValueError) as e:
+        print(f"onnxifi-run peak failed ({e}); taking 117 GFLOP/s per core", flush=True)
+    return 117.0, "assumed: onnxifi-run peak did not run"
+
+
 def main():
     args = parse_args(sys.argv[1:])
     if args._worker is not None:
@@ -900,9 +919,12 @@ def main():
         except ValueError as e:
             sys.exit(f"{f}: {e}")
 
-    print(f"library {args.lib}; onnxruntime {ort.__version__}; FMA peak taken as "
-          f"{args.peak_gflops:g} GFLOP/s per core (--peak-gflops); % of peak = GFLOP/s / (peak · threads)",
-          flush=True)
+    if args.peak_gflops is None:
+        args.peak_gflops, source = measured_peak(args.lib)
+    else:
+        source = "--peak-gflops"
+    print(f"library {args.lib}; onnxruntime {ort.__version__}; FMA peak {args.peak_gflops:.1f} "
+          f"GFLOP/s per core ({source}); % of peak = GFLOP/s / (peak · threads)", flush=True)
     all_rows = {}
     with tempfile.TemporaryDirectory() as tmp:
         for threads in args.thread_list:
@@ -910,6 +932,7 @@ def main():
             open(rows_path, "w").close()
             env = dict(os.environ, **{THREADS_ENV: str(threads)})
             child = [sys.executable, os.path.abspath(__file__), *sys.argv[1:],
+                     "--peak-gflops", str(args.peak_gflops),
                      "--_worker", str(threads), "--_rows", rows_path]
             rc = subprocess.run(child, env=env).returncode
             with open(rows_path) as f:

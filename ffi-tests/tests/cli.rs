@@ -430,7 +430,7 @@ fn a_closed_pipe_ends_the_program_quietly() {
 
 #[test]
 fn every_command_has_help_and_there_is_a_version() {
-    for cmd in ["run", "bench", "info", "check", "convert"] {
+    for cmd in ["run", "bench", "info", "peak", "check", "convert"] {
         let out = run_cli(&[cmd, "--help"]);
         assert!(out.status.success(), "{cmd} --help: {}", text(&out.stderr));
         assert!(
@@ -509,6 +509,29 @@ fn info_prints_every_backend_value() {
     ] {
         assert!(stdout.contains(item), "{item}:\n{stdout}");
     }
+}
+
+#[test]
+fn peak_measures_the_kernels_instruction_set_first() {
+    // The same instruction set as `info` names for the kernels, a positive throughput, and
+    // AVX-512's at least AVX2's (twice the lanes; one FMA unit per core at least).
+    let info = text(&run_cli(&["info"]).stdout);
+    let out = run_cli(&["peak", "--json", "--rounds", "3"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let checked = run_python(
+        "import sys, json\n\
+         r = json.loads(sys.argv[1])\n\
+         assert r['isa'] in sys.argv[2], (r, sys.argv[2])\n\
+         if r['isa'] != 'portable':\n\
+         \x20   assert r['gflops'] > 0 and r['per_isa'][r['isa']] == r['gflops'], r\n\
+         if 'avx512' in r['per_isa'] and 'avx2+fma' in r['per_isa']:\n\
+         \x20   assert r['per_isa']['avx512'] > 0.9 * r['per_isa']['avx2+fma'], r\n\
+         print('ok')",
+        &[&text(&out.stdout), &info],
+    );
+    assert_eq!(checked.trim(), "ok");
+    let bad = run_cli(&["peak", "--rounds", "0"]);
+    assert_eq!(bad.status.code(), Some(2), "{}", text(&bad.stderr));
 }
 
 #[test]

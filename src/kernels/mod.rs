@@ -40,6 +40,7 @@ pub mod cpu;
 mod depthwise;
 pub mod elementwise;
 pub mod gemm;
+pub mod peak;
 pub mod pool;
 pub mod reference;
 pub mod scalar;

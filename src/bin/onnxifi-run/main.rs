@@ -26,6 +26,7 @@ mod convert;
 mod info;
 mod io_plan;
 mod model;
+mod peak;
 mod run;
 mod tensor;
 
@@ -42,6 +43,7 @@ commands:
   bench MODEL [options]   benchmark MODEL: warm-up, then latency percentiles, throughput,
                           init time, peak memory; --profile lists the slowest operators
   info                    every onnxGetBackendInfo value, the SIMD kernels and the operators
+  peak                    the measured fp32 FMA peak of one core (what benchmarks take % of)
   check MODEL [options]   the ONNX IR-spec verdict and every node this backend would refuse
   convert IN OUT          binary protobuf <-> ONNX text syntax
   help [COMMAND]          this text, or a command's (also: COMMAND --help)
@@ -289,6 +291,7 @@ fn dispatch(mut args: Vec<String>) -> Result<ExitCode, CliError> {
         "run" => ok(run::cmd_run(lib, args)),
         "bench" => ok(bench::cmd_bench(lib, args)),
         "info" => ok(info::cmd_info(lib, args)),
+        "peak" => ok(peak::cmd_peak(args)),
         "check" if wants_help => help(CHECK_USAGE),
         "check" => check::cmd_check(args),
         "convert" if wants_help => help(CONVERT_USAGE),
@@ -297,6 +300,7 @@ fn dispatch(mut args: Vec<String>) -> Result<ExitCode, CliError> {
             Some("run") => run::USAGE,
             Some("bench") => bench::USAGE,
             Some("info") => info::USAGE,
+            Some("peak") => peak::USAGE,
             Some("check") => CHECK_USAGE,
             Some("convert") => CONVERT_USAGE,
             _ => USAGE,

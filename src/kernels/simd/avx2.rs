@@ -507,3 +507,27 @@ unsafe fn depthwise_blocks<const S: usize, const NB: usize>(
         }
     }
 }
+
+/// `iters` steps of 12 independent FMA chains `acc = acc·a + b` (8 lanes each, from zero; 12
+/// so that they and the two operands fit in the 16 registers), the sum of all their lanes:
+/// the FMA units' throughput, for [`super::fma_chains`].
+///
+/// # Safety
+/// The CPU supports AVX2 and FMA.
+#[target_feature(enable = "avx2,fma")]
+pub(super) unsafe fn fma_chains(iters: usize, a: f32, b: f32) -> f32 {
+    let (va, vb) = (_mm256_set1_ps(a), _mm256_set1_ps(b));
+    let mut acc = [_mm256_setzero_ps(); 12];
+    for _ in 0..iters {
+        for x in acc.iter_mut() {
+            *x = _mm256_fmadd_ps(*x, va, vb);
+        }
+    }
+    let sum = acc
+        .iter()
+        .fold(_mm256_setzero_ps(), |s, &x| _mm256_add_ps(s, x));
+    let mut lanes = [0.0f32; 8];
+    // SAFETY: `lanes` holds the 8 floats stored.
+    unsafe { _mm256_storeu_ps(lanes.as_mut_ptr(), sum) };
+    lanes.iter().sum()
+}

@@ -421,3 +421,23 @@ unsafe fn edge_dot<const N: usize, const U: usize>(
     }
     out
 }
+
+/// `iters` steps of 16 independent FMA chains `acc = acc·a + b` (16 lanes each, from zero),
+/// the sum of all their lanes: the FMA units' throughput, for [`super::fma_chains`].
+///
+/// # Safety
+/// The CPU supports AVX-512F.
+#[target_feature(enable = "avx512f")]
+pub(super) unsafe fn fma_chains(iters: usize, a: f32, b: f32) -> f32 {
+    let (va, vb) = (_mm512_set1_ps(a), _mm512_set1_ps(b));
+    let mut acc = [_mm512_setzero_ps(); 16];
+    for _ in 0..iters {
+        for x in acc.iter_mut() {
+            *x = _mm512_fmadd_ps(*x, va, vb);
+        }
+    }
+    let sum = acc
+        .iter()
+        .fold(_mm512_setzero_ps(), |s, &x| _mm512_add_ps(s, x));
+    _mm512_reduce_add_ps(sum)
+}

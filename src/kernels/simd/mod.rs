@@ -531,6 +531,32 @@ pub(crate) fn depthwise_planes(
     false
 }
 
+/// `iters` steps of independent FMA chains `acc = acc·a + b` in the widest registers of `isa`:
+/// `(the sum of all the chains' lanes, the flops done)`, or `None` for an ISA without FMA
+/// registers or that the CPU lacks. With `a = 1` every lane ends at `iters·b` (exact while
+/// that is a multiple of `b` below `2²⁴·b`); the caller should pass `a` opaquely (e.g. through
+/// `black_box`), or the compiler may turn the multiply-adds into adds.
+pub(crate) fn fma_chains(isa: Isa, iters: usize, a: f32, b: f32) -> Option<(f32, f64)> {
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx512 if cpu::supported(Isa::Avx512) => {
+            // SAFETY: the CPU supports AVX-512F (checked by the match guard).
+            let sum = unsafe { avx512::fma_chains(iters, a, b) };
+            Some((sum, (iters * 16 * 16 * 2) as f64))
+        }
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2Fma if cpu::supported(Isa::Avx2Fma) => {
+            // SAFETY: the CPU supports AVX2 and FMA (checked by the match guard).
+            let sum = unsafe { avx2::fma_chains(iters, a, b) };
+            Some((sum, (iters * 12 * 8 * 2) as f64))
+        }
+        _ => {
+            let _ = (iters, a, b);
+            None
+        }
+    }
+}
+
 /// Runs `f` compiled with the instruction set `isa` enabled, so that plain Rust loops inside it
 /// (and `#[inline(always)]` helpers they call) are auto-vectorised for that ISA.
 ///

@@ -1,0 +1,67 @@
+//! The measured fp32 FMA peak of one core: what the benchmarks' "% of peak" is taken against.
+//!
+//! A core's peak is its FMA units' throughput at the clock it holds under a vector load, which
+//! neither the nominal clock nor the ISA gives (Zen 4 issues one 512-bit FMA per cycle, Zen 5
+//! and most AVX-512 Xeons two). It is measured by running independent FMA chains, enough of
+//! them to cover the FMA latency on every unit, for a few milliseconds at a time.
+#![forbid(unsafe_code)]
+
+use super::cpu::Isa;
+use super::simd;
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+/// FMA steps per timed burst (about 3 ms at 4 GHz with two units).
+const BURST: usize = 1 << 16;
+
+/// The fp32 FMA peak of the calling thread's core for `isa`, in GFLOP/s: the fastest of
+/// `rounds` bursts after a warm-up of about 50 ms (so that the core reaches the clock it keeps
+/// under load). `None` when `isa` has no FMA registers (portable) or the CPU lacks it.
+pub fn fma_peak_gflops(isa: Isa, rounds: usize) -> Option<f64> {
+    let burst = || simd::fma_chains(isa, BURST, black_box(1.0), black_box(2f32.powi(-10)));
+    burst()?;
+    let warm = Instant::now();
+    while warm.elapsed() < Duration::from_millis(50) {
+        black_box(burst());
+    }
+    let mut best = 0.0f64;
+    for _ in 0..rounds.max(1) {
+        let t = Instant::now();
+        let (sum, flops) = black_box(burst())?;
+        let secs = t.elapsed().as_secs_f64();
+        black_box(sum);
+        best = best.max(flops / secs.max(1e-9) / 1e9);
+    }
+    Some(best)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernels::cpu;
+
+    #[test]
+    fn chains_compute_their_closed_form() {
+        // With a = 1 every lane adds b once a step: lanes · iters · b, exactly.
+        for isa in cpu::test_isas() {
+            let lanes = match isa {
+                Isa::Avx512 => 16.0 * 16.0,
+                Isa::Avx2Fma => 12.0 * 8.0,
+                Isa::Portable => {
+                    assert!(simd::fma_chains(isa, 10, 1.0, 1.0).is_none());
+                    assert!(fma_peak_gflops(isa, 1).is_none());
+                    continue;
+                }
+            };
+            let b = 2f32.powi(-10);
+            let (sum, flops) = simd::fma_chains(isa, 1000, black_box(1.0), b).unwrap();
+            assert_eq!(sum, lanes * 1000.0 * b, "{isa:?}");
+            assert_eq!(flops, f64::from(lanes) * 1000.0 * 2.0, "{isa:?}");
+            // a = 0.5 halves the chains towards 2b: b·(2 − 2^(1−iters)) per lane.
+            let (sum, _) = simd::fma_chains(isa, 3, black_box(0.5), b).unwrap();
+            assert_eq!(sum, lanes * b * 1.75, "{isa:?}");
+            let peak = fma_peak_gflops(isa, 2).unwrap();
+            assert!(peak.is_finite() && peak > 0.0, "{isa:?}: {peak}");
+        }
+    }
+}
