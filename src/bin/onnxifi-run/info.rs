@@ -168,11 +168,7 @@ pub fn cmd_info(lib: Option<PathBuf>, args: Vec<String>) -> Result<(), CliError>
         out!("{USAGE}");
         return Ok(());
     }
-    if let Some(a) = positional.first() {
-        return Err(CliError::usage(format!(
-            "info: unexpected argument {a:?}\n{USAGE}"
-        )));
-    }
+    crate::no_positional("info", &positional, USAGE)?;
     let api = Onnxifi::load(&crate::capi::library_path(lib)).map_err(CliError::failed)?;
     let ids = api.backend_ids().map_err(CliError::failed)?;
     out!("library: {}", api.path.display());

@@ -228,6 +228,20 @@ impl Flags {
     }
 }
 
+/// A usage error naming the first of `positional`, for a `command` that takes none.
+pub(crate) fn no_positional(
+    command: &str,
+    positional: &[String],
+    usage: &str,
+) -> Result<(), CliError> {
+    match positional.first() {
+        Some(a) => Err(CliError::usage(format!(
+            "{command}: unexpected argument {a:?}\n{usage}"
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// The single MODEL argument of `command`; a usage error for none or several.
 pub(crate) fn one_model(
     command: &str,

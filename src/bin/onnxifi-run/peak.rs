@@ -31,11 +31,7 @@ pub fn cmd_peak(args: Vec<String>) -> Result<(), CliError> {
         out!("{USAGE}");
         return Ok(());
     }
-    if let Some(a) = positional.first() {
-        return Err(CliError::usage(format!(
-            "peak: unexpected argument {a:?}\n{USAGE}"
-        )));
-    }
+    crate::no_positional("peak", &positional, USAGE)?;
     let used = cpu::isa();
     // The kernels' instruction set first, then the others the CPU has.
     let order = [used, Isa::Avx512, Isa::Avx2Fma];

@@ -29,16 +29,13 @@ pub(super) fn task_grid(
 /// 55.0 / 20.6 ms (2.44 / 1.34) with one task a thread.
 const ROWS_ONLY_MAX_THREADS: usize = 8;
 
-/// The task grid of the whole-K parallel driver (`driver::gemm_whole_k`). A task reads its rows of A and its columns of B over the
-/// whole of K, so a grid of `r × c` tasks reads A `c` times and B `r` times. The general grid
-/// ([`task_grid`], about three tasks a thread) splits the columns too; splitting only the
-/// rows, into a multiple of `threads` tasks of at most [`MC`] rows, is taken instead (below
-/// [`ROWS_ONLY_MAX_THREADS`] threads) when it
-/// reads less in all (each thread then streams its own part of the weights once, and B
-/// once), or when its critical path (waves of `threads` tasks) is at least an eighth
-/// shorter: by reads alone, ResNet-50's 256-channel 3×3 layer at 14² on 16 threads took the
-/// general grid, 49 tasks of 5 register tiles in 4 waves (a path of 20 tiles), where 16
-/// tasks of 14 take 14.
+/// The task grid of the whole-K parallel driver (`driver::gemm_whole_k`). A task reads its
+/// rows of A and its columns of B over the whole of K, so a grid of `r × c` tasks reads A `c`
+/// times and B `r` times. The general grid ([`task_grid`], about three tasks a thread) splits
+/// the columns too. Below [`ROWS_ONLY_MAX_THREADS`] threads, splitting only the rows, into a
+/// multiple of `threads` tasks of at most [`MC`] rows, is taken instead when it reads less in
+/// all (each thread then streams its own part of the weights once, and B once), or when its
+/// critical path (waves of `threads` equally fast tasks) is at least an eighth shorter.
 /// Measured at 2 threads with `bench/compare_ort.py`, four runs of each library (paired ratio
 /// to ONNX Runtime, general grid → this): ResNet-50 1.58–1.64 → 1.54–1.57, BERT 1.13–1.18 →
 /// 1.12–1.14; MobileNetV2 within the noise (1.33–1.47 → 1.34–1.53).
