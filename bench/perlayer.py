@@ -54,6 +54,7 @@ def layers(events):
 
 
 def ours(path, threads, iters, cli):
+    """This library's layers: `onnxifi-run bench` with its trace on, the 3 warm-up runs left out."""
     trace = tempfile.NamedTemporaryFile(suffix=".json", delete=False).name
     env = dict(os.environ, ONNXIFI_RUST_TRACE=trace, ONNXIFI_RUST_NUM_THREADS=str(threads))
     subprocess.run([cli, "bench", path, "--iterations", str(iters), "--warmup", "3",
@@ -74,6 +75,7 @@ def ours(path, threads, iters, cli):
 
 
 def onnxruntime(path, threads, iters):
+    """ONNX Runtime's layers from its profiler (intra-op spinning off), 3 warm-up runs left out."""
     so = ort.SessionOptions()
     so.intra_op_num_threads = threads
     so.inter_op_num_threads = 1
@@ -102,10 +104,12 @@ def onnxruntime(path, threads, iters):
 
 
 def med(ls):
+    """A layer's median time in ms."""
     return statistics.median(ls[3])
 
 
 def main():
+    """Prints the sums by kind and the paired layers, widest gaps first."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("model")
     ap.add_argument("--threads", type=int, default=1)
