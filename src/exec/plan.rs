@@ -113,11 +113,6 @@ impl BuildEnv<'_> {
         // Half-precision data that the operator computes in float32 are widened for the
         // build, and its kernel wrapped (`ops::widen`).
         let half = ops::widen::half_type(def, &inputs, logical);
-        let keep: Vec<bool> = node
-            .outputs
-            .iter()
-            .map(|o| may_keep && o.is_some_and(|id| self.float32_ok[id]))
-            .collect();
         let wide = match half {
             Some(h) => Some(ops::widen::WideInputs::new(&inputs, h, Some(self.weights))?),
             None => None,
@@ -132,7 +127,12 @@ impl BuildEnv<'_> {
         let wants_run_time_data = ctx.wants_run_time_data();
         drop(ctx);
         let result = match (wide, half) {
-            (Some(w), Some(h)) => result.map(|built| w.wrap(def, built, h, &keep)),
+            (Some(w), Some(h)) => result.map(|built| {
+                let keep: Vec<bool> = (node.outputs.iter())
+                    .map(|o| may_keep && o.is_some_and(|id| self.float32_ok[id]))
+                    .collect();
+                w.wrap(def, built, h, &keep)
+            }),
             _ => result.map(|built| {
                 let none = vec![None; built.outputs.len()];
                 (built, none)

@@ -179,7 +179,8 @@ pub(super) fn gemm(
     // once, in parallel. `kernel_bench` (`KB_COLD=4`, 2 threads, 6 interleaved rounds):
     // ResNet-50's stride-2 3×3 layer of 128 channels at 56² (two row blocks) 321 → 345
     // GFLOP/s; on the borrowed 16-core Xeon the layer took 0.47 ms against 0.69 inside the
-    // model.
+    // model at 16 threads (a noisy call: ONNX Runtime's own layer 0.33 → 0.37 in the same two
+    // runs).
     let stream = stream_b(isa, &b, m, k) && (!par || task_grid(m, n, mr, nr, 3 * threads).0 >= m);
     let stream_src: Option<&dyn PanelSource> = match b {
         Src::Panels(p) if stream => Some(p),

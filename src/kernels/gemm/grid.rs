@@ -23,10 +23,10 @@ pub(super) fn task_grid(
 
 /// From this many threads on, [`whole_k_grid`] keeps the general grid. One task a thread
 /// leaves the work stealing nothing to even out, and on a shared host the threads do not run
-/// equally fast: on a borrowed 16-core Xeon (a KVM guest) one vCPU ran a 1-thread sgemm 1024³
-/// at 72–148 GFLOP/s from one moment to the next. There, at 16 threads, ResNet-50 took 24.4 /
-/// 17.4 ms (two passes, ratio to ONNX Runtime 1.32 / 1.11) with the general grid against
-/// 55.0 / 20.6 ms (2.44 / 1.34) with one task a thread.
+/// equally fast: on a borrowed 16-core Xeon (a KVM guest) a 1-thread sgemm 1024³ pinned to
+/// each vCPU in turn read medians of 72 to 131 GFLOP/s. There, at 16 threads, ResNet-50 took
+/// 24.4 / 17.4 ms (two passes of a busy call, ratio to ONNX Runtime 1.32 / 1.11) with the
+/// general grid against 55.0 / 20.6 ms (2.44 / 1.34) with one task a thread.
 const ROWS_ONLY_MAX_THREADS: usize = 8;
 
 /// The task grid of the whole-K parallel driver (`driver::gemm_whole_k`). A task reads its

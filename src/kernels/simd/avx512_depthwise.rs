@@ -45,6 +45,31 @@ pub(super) unsafe fn depthwise_planes<const S: usize>(
     bias: *const f32,
     out: *mut f32,
 ) {
+    // Chosen once here: a choice per plane, with both variants of the rows inlined where it
+    // is made, slowed the small planes by 6–9%.
+    // SAFETY: forwarded contract.
+    unsafe {
+        if g.oh >= PREFETCH_MIN_ROWS {
+            planes_with::<S, true>(g, planes, x, w, bias, out)
+        } else {
+            planes_with::<S, false>(g, planes, x, w, bias, out)
+        }
+    }
+}
+
+/// [`depthwise_planes`], whose 3×3 rows prefetch input rows ahead when `PF`.
+///
+/// # Safety
+/// As [`depthwise_planes`].
+#[target_feature(enable = "avx512f")]
+unsafe fn planes_with<const S: usize, const PF: bool>(
+    g: &DwPlane,
+    planes: usize,
+    x: *const f32,
+    w: *const f32,
+    bias: *const f32,
+    out: *mut f32,
+) {
     let (in_len, out_len, w_len) = (g.in_h * g.in_w, g.oh * g.ow, g.kh * g.kw);
     // The 3×3 rows keep `DW_ROWS` rows of accumulators: at most two blocks wide, so that
     // they, the inputs and the weights fit in the 32 registers.
@@ -72,10 +97,10 @@ pub(super) unsafe fn depthwise_planes<const S: usize>(
             // columns `ox0..ow`.
             unsafe {
                 match blocks {
-                    1 => depthwise_blocks::<S, 1>(g, n, at, ox0),
-                    2 => depthwise_blocks::<S, 2>(g, n, at, ox0),
-                    3 => depthwise_blocks::<S, 3>(g, n, at, ox0),
-                    _ => depthwise_blocks::<S, 4>(g, n, at, ox0),
+                    1 => depthwise_blocks::<S, 1, PF>(g, n, at, ox0),
+                    2 => depthwise_blocks::<S, 2, PF>(g, n, at, ox0),
+                    3 => depthwise_blocks::<S, 3, PF>(g, n, at, ox0),
+                    _ => depthwise_blocks::<S, 4, PF>(g, n, at, ox0),
                 }
             }
             ox0 += 16 * blocks;
@@ -96,7 +121,7 @@ fn dw_3x3_rows<const S: usize>(g: &DwPlane) -> bool {
 /// As [`depthwise_planes`], with `ox0 < ow`.
 #[target_feature(enable = "avx512f")]
 #[inline]
-unsafe fn depthwise_blocks<const S: usize, const NB: usize>(
+unsafe fn depthwise_blocks<const S: usize, const NB: usize, const PF: bool>(
     g: &DwPlane,
     planes: usize,
     (x, w, bias, out): (*const f32, *const f32, *const f32, *mut f32),
@@ -133,11 +158,7 @@ unsafe fn depthwise_blocks<const S: usize, const NB: usize>(
         // 3×3 rows.
         unsafe {
             if dw_3x3_rows::<S>(g) {
-                if g.oh >= PREFETCH_MIN_ROWS {
-                    depthwise_rows_3x3::<S, NB, true>(g, at, ox0, &pieces, clamp)
-                } else {
-                    depthwise_rows_3x3::<S, NB, false>(g, at, ox0, &pieces, clamp)
-                }
+                depthwise_rows_3x3::<S, NB, PF>(g, at, ox0, &pieces, clamp)
             } else {
                 depthwise_rows::<S, NB>(g, at, ox0, (&start, &masks), even_idx, clamp)
             }
@@ -206,13 +227,14 @@ unsafe fn dw_inputs<const S: usize>(
 const DW_ROWS: usize = 4;
 
 /// Output planes at least this many rows high have [`depthwise_rows_3x3`] prefetch their
-/// input rows two steps ahead. Inside a model the input comes from beyond L2 (the expansion before it
-/// wrote it), and each step waited on its rows. `kernel_bench` (`KB_COLD=4`, 1 thread, medians
-/// of 6 interleaved rounds, GFLOP/s): MobileNetV2's stride-2 layer of 96 channels at 112² 12 →
-/// 19, 144 channels at 56² 66 → 77, 32 at 112² 68 → 81; with it in the loop of smaller planes
-/// (576 at 14², 960 at 7²), where rows ahead are few or none, those lost 10–18%, and 144
-/// channels at 56² with stride 2 (28 output rows) 3–7%. In the model
-/// at 1 thread the 96-channel layer went from 0.36 to 0.20 ms.
+/// input rows two steps ahead. Inside a model the input comes from beyond L2 (the expansion
+/// before it wrote it), and each step waited on its rows. `kernel_bench` (`KB_COLD=4`, 1
+/// thread, medians of 10 interleaved rounds against the kernel without it, GFLOP/s):
+/// MobileNetV2's stride-2 layer of 96 channels at 112² 12.1 → 19.4, 144 channels at 56² 61 →
+/// 69, 32 at 112² 67 → 71. The smaller planes run the variant without it, yet read 3–6% slower
+/// with it compiled in (576 channels at 14² 68 → 64, 960 at 7² 32 → 30, 144 at 56² with stride
+/// 2 43 → 42); prefetching in their loop had lost 10–18%. In the model at 1 thread the
+/// 96-channel layer went from 0.23 to 0.18–0.21 ms, the whole model 3.95 → 3.91 ms.
 const PREFETCH_MIN_ROWS: usize = 56;
 
 /// Most 16-float pieces of an input row the 3×3 rows read per column group (`2·4 + 1` for
