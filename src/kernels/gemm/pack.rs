@@ -35,7 +35,13 @@ pub(super) fn pack_a_panel(
     {
         let i0 = p * mr;
         let rows = mr.min(a.rows - i0);
-        if a.col_stride == 1 && rows == mr {
+        if a.col_stride == 1 && rows == 8 && mr == 8 {
+            let rows8: [&[f32]; 8] = std::array::from_fn(|r| {
+                let start = (i0 + r) * a.row_stride + k0;
+                &a.data[start..start + kc]
+            });
+            simd::interleave_rows8(isa, &rows8, &mut panel[..8 * kc]);
+        } else if a.col_stride == 1 && rows == mr {
             // Full panel: walk k, reading the `mr` rows side by side (sequential reads, one
             // contiguous write per k).
             let mut src: [&[f32]; simd::MAX_MR] = [&[]; simd::MAX_MR];

@@ -531,3 +531,56 @@ pub(super) unsafe fn fma_chains(iters: usize, a: f32, b: f32) -> f32 {
     unsafe { _mm256_storeu_ps(lanes.as_mut_ptr(), sum) };
     lanes.iter().sum()
 }
+
+/// Interleaves eight rows of `kc` floats k-major into `dst`: `dst[8k + r] = rows[r][k]` (an A
+/// micro-panel of eight rows), eight columns at a time by an 8×8 transpose in registers.
+///
+/// # Safety
+/// - The CPU supports AVX2.
+/// - Every `rows[r]` is readable for `kc` floats; `dst` is writable for `8 * kc` floats and
+///   does not overlap the rows.
+#[target_feature(enable = "avx2")]
+pub(super) unsafe fn interleave_rows8(rows: &[*const f32; 8], kc: usize, dst: *mut f32) {
+    let mut k = 0;
+    while k + 8 <= kc {
+        // SAFETY: columns `k..k + 8` of every row and floats `8k .. 8k + 64` of `dst` are in
+        // range (`k + 8 ≤ kc`, contract).
+        unsafe {
+            let r: [__m256; 8] = std::array::from_fn(|i| _mm256_loadu_ps(rows[i].add(k)));
+            // Pairs of rows interleaved: per 128-bit lane, `a0 b0 a1 b1` and `a2 b2 a3 b3`.
+            let t0 = _mm256_unpacklo_ps(r[0], r[1]);
+            let t1 = _mm256_unpackhi_ps(r[0], r[1]);
+            let t2 = _mm256_unpacklo_ps(r[2], r[3]);
+            let t3 = _mm256_unpackhi_ps(r[2], r[3]);
+            let t4 = _mm256_unpacklo_ps(r[4], r[5]);
+            let t5 = _mm256_unpackhi_ps(r[4], r[5]);
+            let t6 = _mm256_unpacklo_ps(r[6], r[7]);
+            let t7 = _mm256_unpackhi_ps(r[6], r[7]);
+            // Four rows per column: per lane, column j (low lane) and j + 4 (high lane).
+            let s0 = _mm256_shuffle_ps::<0x44>(t0, t2);
+            let s1 = _mm256_shuffle_ps::<0xEE>(t0, t2);
+            let s2 = _mm256_shuffle_ps::<0x44>(t1, t3);
+            let s3 = _mm256_shuffle_ps::<0xEE>(t1, t3);
+            let s4 = _mm256_shuffle_ps::<0x44>(t4, t6);
+            let s5 = _mm256_shuffle_ps::<0xEE>(t4, t6);
+            let s6 = _mm256_shuffle_ps::<0x44>(t5, t7);
+            let s7 = _mm256_shuffle_ps::<0xEE>(t5, t7);
+            let d = dst.add(8 * k);
+            _mm256_storeu_ps(d, _mm256_permute2f128_ps::<0x20>(s0, s4));
+            _mm256_storeu_ps(d.add(8), _mm256_permute2f128_ps::<0x20>(s1, s5));
+            _mm256_storeu_ps(d.add(16), _mm256_permute2f128_ps::<0x20>(s2, s6));
+            _mm256_storeu_ps(d.add(24), _mm256_permute2f128_ps::<0x20>(s3, s7));
+            _mm256_storeu_ps(d.add(32), _mm256_permute2f128_ps::<0x31>(s0, s4));
+            _mm256_storeu_ps(d.add(40), _mm256_permute2f128_ps::<0x31>(s1, s5));
+            _mm256_storeu_ps(d.add(48), _mm256_permute2f128_ps::<0x31>(s2, s6));
+            _mm256_storeu_ps(d.add(56), _mm256_permute2f128_ps::<0x31>(s3, s7));
+        }
+        k += 8;
+    }
+    for k in k..kc {
+        for (r, &row) in rows.iter().enumerate() {
+            // SAFETY: `k < kc`, so both accesses are in range (contract).
+            unsafe { *dst.add(8 * k + r) = *row.add(k) };
+        }
+    }
+}

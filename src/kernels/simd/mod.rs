@@ -531,6 +531,35 @@ pub(crate) fn depthwise_planes(
     false
 }
 
+/// Interleaves eight rows k-major into `dst` (an A micro-panel of eight rows):
+/// `dst[8k + r] = rows[r][k]` for `k < dst.len() / 8`. With AVX2 (`isa` AVX2 or AVX-512, and
+/// the CPU has it) by 8×8 transposes in registers; the scalar loop it replaces took 3–5% of a
+/// 1024³ MatMul at one thread.
+///
+/// # Panics
+/// If a row is shorter than `dst.len() / 8`.
+pub(crate) fn interleave_rows8(isa: Isa, rows: &[&[f32]; 8], dst: &mut [f32]) {
+    let kc = dst.len() / 8;
+    assert!(
+        rows.iter().all(|r| r.len() >= kc),
+        "interleave_rows8: short row"
+    );
+    #[cfg(target_arch = "x86_64")]
+    if matches!(isa, Isa::Avx2Fma | Isa::Avx512) && cpu::supported(Isa::Avx2Fma) {
+        let ptrs = rows.map(|r| r.as_ptr());
+        // SAFETY: the CPU supports AVX2 (checked above); every row holds `kc` floats and
+        // `dst` `8 * kc` (checked above), and `dst` is a `&mut` borrow, so disjoint from them.
+        unsafe { avx2::interleave_rows8(&ptrs, kc, dst.as_mut_ptr()) };
+        return;
+    }
+    let _ = isa;
+    for (k, d) in dst.chunks_exact_mut(8).enumerate() {
+        for (v, row) in d.iter_mut().zip(rows) {
+            *v = row[k];
+        }
+    }
+}
+
 /// `iters` steps of independent FMA chains `acc = acc·a + b` in the widest registers of `isa`:
 /// `(the sum of all the chains' lanes, the flops done)`, or `None` for an ISA without FMA
 /// registers or that the CPU lacks. With `a = 1` every lane ends at `iters·b` (exact while
@@ -642,5 +671,33 @@ mod tests {
             }
         }
         assert!(calls >= 10, "only {calls} vectorize calls found");
+    }
+
+    /// `interleave_rows8` puts row `r`'s column `k` at `8k + r`, on every ISA the CPU has, for
+    /// lengths around the 8-column transpose blocks (tails of 1 to 7 columns included), rows
+    /// longer than used and rows that share one buffer.
+    #[test]
+    fn interleave_rows8_is_a_k_major_panel() {
+        use crate::kernels::cpu::{self, Isa};
+        let data: Vec<f32> = (0..8 * 41).map(|i| i as f32 * 0.5 - 7.0).collect();
+        for isa in [Isa::Portable, Isa::Avx2Fma, Isa::Avx512] {
+            let Some(isa) = cpu::test_isa(isa) else {
+                continue;
+            };
+            for kc in [0, 1, 7, 8, 9, 16, 23, 33] {
+                let rows: [&[f32]; 8] = std::array::from_fn(|r| &data[r * 40 + r..][..kc + 1]);
+                let mut dst = vec![f32::NAN; 8 * kc];
+                super::interleave_rows8(isa, &rows, &mut dst);
+                for k in 0..kc {
+                    for r in 0..8 {
+                        assert_eq!(
+                            dst[8 * k + r],
+                            data[r * 40 + r + k],
+                            "{isa:?} kc {kc} ({k}, {r})"
+                        );
+                    }
+                }
+            }
+        }
     }
 }
