@@ -106,6 +106,13 @@ unsafe fn tile<const M: usize, const PB: bool>(
     // (48 bytes a line of 64 apart: no line skipped), as in the AVX-512 tile.
     for k in (0..kc & !1).step_by(2) {
         _mm_prefetch::<_MM_HINT_T0>(pf.wrapping_add(k * MR) as *const i8);
+        if M == 1 && ldb == NR {
+            // As in the AVX-512 tile: a one-row tile streams its packed B, two lines of these
+            // two steps fetched `super::VECTOR_AHEAD` floats ahead.
+            let q = b.wrapping_add(k * NR + super::VECTOR_AHEAD);
+            _mm_prefetch::<_MM_HINT_T0>(q as *const i8);
+            _mm_prefetch::<_MM_HINT_T0>(q.wrapping_add(NR) as *const i8);
+        }
         if PB {
             // The next column's B rows k and k + 1 (16 floats each: a line, or two when
             // unaligned).

@@ -114,6 +114,15 @@ unsafe fn tile<const M: usize, const W2: bool, const PB: bool>(
     // cache: 73 → 95 GFLOP/s).
     for k in (0..kc & !1).step_by(2) {
         _mm_prefetch::<_MM_HINT_T0>(pf.wrapping_add(k * MR) as *const i8);
+        if M == 1 && ldb == 32 {
+            // A one-row tile (a matrix times a vector) over a packed B: one stream through all
+            // of B, its four lines of these two steps fetched `super::VECTOR_AHEAD` floats
+            // ahead.
+            let q = b.wrapping_add(k * 32 + super::VECTOR_AHEAD);
+            for t in 0..4 {
+                _mm_prefetch::<_MM_HINT_T0>(q.wrapping_add(16 * t) as *const i8);
+            }
+        }
         if PB {
             for q in [pfb.wrapping_add(k * ldb), pfb.wrapping_add((k + 1) * ldb)] {
                 // A packed micro-panel (`ldb = 32`, see `TileTail::next_b`) into L2.
