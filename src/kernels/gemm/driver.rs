@@ -243,18 +243,12 @@ pub(super) fn gemm(
             let kc = kcb.min(k - pc);
             let first = pc == 0;
             let last = pc + kc == k;
-            let a_pan: &[f32] = match a {
-                Src::Mat(v) => {
-                    let buf = &mut a_buf[..m_pad * kc];
-                    pack_a(isa, &v, pc, kc, buf, par);
-                    buf
-                }
-                Src::PackedA(p) => {
-                    let mp = p.m.div_ceil(mr) * mr;
-                    &p.data[pc * mp..(pc + kc) * mp]
-                }
-                Src::PackedB(_) | Src::Panels(_) => unreachable!(),
-            };
+            // On one thread A is packed a row block at a time, just before the block's tiles
+            // use it (then in L2); in parallel all of it first.
+            let a_lazy = !par && matches!(a, Src::Mat(_));
+            if let (Src::Mat(v), false) = (a, a_lazy) {
+                pack_a(isa, &v, pc, kc, &mut a_buf[..m_pad * kc], par);
+            }
             let b_pan = match (b, stream_src) {
                 (_, Some(src)) => BBlock::Stream { src, k0: pc },
                 (Src::Mat(v), _) if direct_b => BBlock::Direct {
@@ -281,36 +275,59 @@ pub(super) fn gemm(
             let beta_eff = if first { beta } else { 1.0 };
 
             let residual = ep.residual.filter(|_| last);
-            let run = |t: &mut Task| {
-                run_task(
-                    isa,
-                    t,
-                    kc,
-                    a_pan,
-                    b_pan,
-                    alpha,
-                    beta_eff,
-                    (jc, ldc),
-                    last.then_some(ep),
-                );
-            };
-            let grid = Grid {
-                m,
-                cols: jc..jc + nc,
-                block: (mb, cb),
-                par,
-            };
-            for_each_task(c, ldc, residual, &grid, &run);
+            // Row blocks of C, each with its A micro-panels packed just before it when A is
+            // packed lazily; else all of C at once.
+            let row_step = if a_lazy { mb } else { m };
+            for r0 in (0..m).step_by(row_step) {
+                let rows = row_step.min(m - r0);
+                if let (Src::Mat(v), true) = (a, a_lazy) {
+                    for p in r0 / mr..(r0 + rows).div_ceil(mr) {
+                        let dst = &mut a_buf[p * kc * mr..][..kc * mr];
+                        pack_a_panel(isa, &v, pc, kc, p, dst);
+                    }
+                }
+                let a_pan: &[f32] = match a {
+                    Src::Mat(_) => &a_buf[..m_pad * kc],
+                    Src::PackedA(p) => {
+                        let mp = p.m.div_ceil(mr) * mr;
+                        &p.data[pc * mp..(pc + kc) * mp]
+                    }
+                    Src::PackedB(_) | Src::Panels(_) => unreachable!(),
+                };
+                let run = |t: &mut Task| {
+                    run_task(
+                        isa,
+                        t,
+                        kc,
+                        a_pan,
+                        b_pan,
+                        alpha,
+                        beta_eff,
+                        (jc, ldc),
+                        last.then_some(ep),
+                    );
+                };
+                let grid = Grid {
+                    m: rows,
+                    rows0: r0,
+                    cols: jc..jc + nc,
+                    block: (mb, cb),
+                    par,
+                };
+                for_each_task(&mut c[r0 * ldc..], ldc, residual, &grid, &run);
+            }
         }
     }
     scratch::give(a_buf);
     scratch::give(b_buf);
 }
 
-/// The task grid of one parallel region over C: its `m` rows and the columns `cols`, cut into
-/// row blocks × column chunks of `block = (mb, cb)`, run in parallel when `par`.
+/// The task grid of one parallel region over C: its `m` rows (from row `rows0` of the whole
+/// product on) and the columns `cols`, cut into row blocks × column chunks of
+/// `block = (mb, cb)`, run in parallel when `par`.
 struct Grid {
     m: usize,
+    rows0: usize,
     cols: std::ops::Range<usize>,
     block: (usize, usize),
     par: bool,
@@ -333,8 +350,8 @@ fn for_each_task<F>(
     assert!((1..=TASK_ROWS).contains(&mb) && cb > 0, "gemm: task grid");
     let nrb = grid.m.div_ceil(mb);
     let block = |(b, block): (usize, &mut [f32])| {
-        let i0 = b * mb;
-        let n_rows = mb.min(grid.m - i0);
+        let n_rows = mb.min(grid.m - b * mb);
+        let i0 = grid.rows0 + b * mb;
         let mut rows: [&mut [f32]; TASK_ROWS] = std::array::from_fn(|_| Default::default());
         for (piece, row) in rows.iter_mut().zip(block.chunks_mut(ldc)).take(n_rows) {
             *piece = &mut row[grid.cols.clone()];
@@ -534,6 +551,7 @@ fn gemm_whole_k(
     };
     let grid = Grid {
         m,
+        rows0: 0,
         cols: 0..n,
         block,
         par: true,
