@@ -184,11 +184,14 @@ fn epilogue_fused() {
     for isa in cpu::test_isas() {
         let mut rng = Rng::new(11);
         // The last two take the A-outer order (a row of tiles per call): B packed with a
-        // shallow K and wide C, and B read in place with K ≤ 32 and rows 8192 apart.
+        // shallow K and wide C, and B read in place with K ≤ 32 and rows 8192 apart. With
+        // more than `MC` rows a single thread packs A and runs the tiles a row block at a
+        // time, the biases and residual of the second block offset by its first row.
         for &(m, n, k) in &[
             (5, 7, 3),
             (70, 90, 300),
             (33, 65, 257),
+            (MC + 9, 40, 300),
             (100, 700, 64),
             (11, 8200, 16),
         ] {
