@@ -230,6 +230,9 @@ pub(super) fn gemm(
 
     // Task grid: row blocks of `mb` rows × column chunks of `cb` columns.
     let target = if par { 3 * threads } else { 1 };
+    // On one thread A is packed a row block at a time, just before the block's tiles use it
+    // (then in L2); in parallel all of it first, per K block.
+    let a_lazy = !par && matches!(a, Src::Mat(_));
 
     for jc in (0..n).step_by(NC) {
         let nc = NC.min(n - jc);
@@ -243,9 +246,6 @@ pub(super) fn gemm(
             let kc = kcb.min(k - pc);
             let first = pc == 0;
             let last = pc + kc == k;
-            // On one thread A is packed a row block at a time, just before the block's tiles
-            // use it (then in L2); in parallel all of it first.
-            let a_lazy = !par && matches!(a, Src::Mat(_));
             if let (Src::Mat(v), false) = (a, a_lazy) {
                 pack_a(isa, &v, pc, kc, &mut a_buf[..m_pad * kc], par);
             }

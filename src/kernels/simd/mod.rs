@@ -38,7 +38,7 @@ pub(crate) const MAX_MR: usize = 8;
 
 /// How far ahead (in floats: 8 KiB) a one-row tile over a packed B prefetches it. Such a tile
 /// (a matrix times a vector: a classifier's fully connected layer) reads B once, from memory,
-/// in one stream; the hardware prefetcher alone kept too few lines in flight. `kernel_bench`,
+/// in one stream, which ran slower with the hardware prefetchers alone. `kernel_bench`,
 /// 1 thread, weights from memory (`KB_COLD=16`), 1280→1000: 12–17 → 15–17 GFLOP/s (16 KiB
 /// ahead measured the same), unchanged from L3; inside MobileNetV2 at 1 thread its `Gemm` took
 /// 0.160–0.174 ms without it, 0.143–0.158 with it (three interleaved pairs of 200 runs).
