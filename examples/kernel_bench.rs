@@ -5,7 +5,8 @@
 //! `cargo run --release --example kernel_bench [rounds]`; `KB_ISA=avx512|avx2|portable` limits
 //! the ISAs, `KB_CASE=substring` the cases. `KB_CONV="ic,hw,oc,k,s,pad[,groups];..."` adds
 //! convolutions (one image, square images and kernels, bias and Relu), e.g. a model's layers;
-//! `KB_GEMM="m,k,n;..."` adds fully connected layers (B prepacked, `Gemm` with `transB`);
+//! `KB_GEMM="m,k,n;..."` adds fully connected layers (B prepacked, `Gemm` with `transB`; on
+//! AVX-512 with AVX512_BF16 also as bfloat16 pairs, the cases named `bf16`);
 //! `KB_COLD=n` cycles each through `n` copies of its data (outer caches, as inside a model);
 //! `KB_WALL=1` times in wall-clock time instead (which counts a worker's idle waits);
 //! `KB_THREADS=1,4,16` sets the pool sizes (default 1,2).
@@ -171,7 +172,11 @@ fn main() {
         for &isa in &isas {
             for &threads in &thread_counts {
                 let name = format!("gemm {m}x{k}x{n} packed B {} t{threads}", cpu::name(isa));
-                cases.push(gemm_case(name, isa, (m, k, n), threads, &mut rng));
+                cases.push(gemm_case(name, isa, (m, k, n), threads, false, &mut rng));
+                if isa == Isa::Avx512 && cpu::bf16_dot() {
+                    let name = format!("gemm {m}x{k}x{n} packed B bf16 t{threads}");
+                    cases.push(gemm_case(name, isa, (m, k, n), threads, true, &mut rng));
+                }
             }
         }
     }
@@ -281,18 +286,24 @@ fn conv_case(name: String, isa: Isa, p: Conv2dParams, threads: usize, rng: &mut 
 
 /// A fully connected layer: `A (m×k) · Bᵀ` with `B` (`n×k`, a `Gemm` with `transB`) prepacked
 /// and a per-column bias, on a pool of `threads` threads; `KB_COLD` as for [`conv_case`].
+/// With `bf16`, B is packed as bfloat16 pairs (`PackedB::bf16_pairs`).
 fn gemm_case(
     name: String,
     isa: Isa,
     (m, k, n): (usize, usize, usize),
     threads: usize,
+    bf16: bool,
     rng: &mut Rng,
 ) -> Case {
     let copies = cold_copies();
     let mut layers: Vec<_> = (0..copies)
         .map(|_| {
             let b = rng.vec(n * k);
-            let packed = gemm::PackedB::with_isa(isa, MatRef::row_major(&b, n, k).t());
+            let bt = MatRef::row_major(&b, n, k).t();
+            let packed = match bf16 {
+                true => gemm::PackedB::bf16_pairs(bt).expect("AVX512_BF16"),
+                false => gemm::PackedB::with_isa(isa, bt),
+            };
             (packed, rng.vec(n), rng.vec(m * k), vec![0.0f32; m * n])
         })
         .collect();

@@ -67,6 +67,26 @@ pub fn isa() -> Isa {
     })
 }
 
+/// Whether the GEMM may multiply bfloat16 operands with AVX512_BF16's dot-product instruction
+/// (`vdpbf16ps`): the process's ISA is AVX-512 ([`isa`], so `ONNXIFI_RUST_FORCE_PORTABLE`
+/// turns it off too) and the CPU has AVX512_BF16. Detected once.
+pub fn bf16_dot() -> bool {
+    static DETECTED: OnceLock<bool> = OnceLock::new();
+    *DETECTED.get_or_init(|| isa() == Isa::Avx512 && bf16_dot_hardware())
+}
+
+/// Whether the CPU itself has AVX-512F and AVX512_BF16 (whatever [`isa`] chose).
+pub fn bf16_dot_hardware() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        supported(Isa::Avx512) && std::arch::is_x86_feature_detected!("avx512bf16")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
 /// The instruction sets the tests should exercise on this machine.
 ///
 /// Every supported [`Isa`] is returned. If the environment variable

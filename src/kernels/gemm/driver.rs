@@ -12,7 +12,7 @@ use super::{
 };
 use crate::kernels::aligned::AlignedVec;
 use crate::kernels::scratch;
-use crate::kernels::simd::{self, TileTail};
+use crate::kernels::simd::{self, Dot, TileTail};
 
 /// An operand: a view to pack on the fly, or prepacked.
 #[derive(Clone, Copy)]
@@ -122,7 +122,20 @@ pub(super) fn gemm(
         ka, kb,
         "gemm: inner dimensions differ ({m}x{ka} · {kb}x{n})"
     );
-    let k = ka;
+    // A B packed as bfloat16 pairs makes the product one of pairs: A is packed the same way
+    // (so it must be a matrix), and the shared dimension is counted in slots of two.
+    let dot = match b {
+        Src::PackedB(p) => p.dot,
+        _ => Dot::F32,
+    };
+    assert!(
+        dot == Dot::F32 || matches!(a, Src::Mat(_)),
+        "gemm: a bfloat16 product packs its own A"
+    );
+    let k = match dot {
+        Dot::F32 => ka,
+        Dot::Bf16 => ka.div_ceil(2),
+    };
     if m == 0 || n == 0 {
         return;
     }
@@ -210,7 +223,7 @@ pub(super) fn gemm(
                 ldc,
                 ep,
                 shape,
-                (threads, direct_b, stream_src),
+                (threads, direct_b, stream_src, dot),
             );
             return;
         }
@@ -247,7 +260,7 @@ pub(super) fn gemm(
             let first = pc == 0;
             let last = pc + kc == k;
             if let (Src::Mat(v), false) = (a, a_lazy) {
-                pack_a(isa, &v, pc, kc, &mut a_buf[..m_pad * kc], par);
+                pack_a((isa, dot), &v, pc, kc, &mut a_buf[..m_pad * kc], par);
             }
             let b_pan = match (b, stream_src) {
                 (_, Some(src)) => BBlock::Stream { src, k0: pc },
@@ -283,7 +296,7 @@ pub(super) fn gemm(
                 if let (Src::Mat(v), true) = (a, a_lazy) {
                     for p in r0 / mr..(r0 + rows).div_ceil(mr) {
                         let dst = &mut a_buf[p * kc * mr..][..kc * mr];
-                        pack_a_panel(isa, &v, pc, kc, p, dst);
+                        pack_a_panel((isa, dot), &v, pc, kc, p, dst);
                     }
                 }
                 let a_pan: &[f32] = match a {
@@ -296,7 +309,7 @@ pub(super) fn gemm(
                 };
                 let run = |t: &mut Task| {
                     run_task(
-                        isa,
+                        (isa, dot),
                         t,
                         kc,
                         a_pan,
@@ -456,7 +469,7 @@ fn gemm_whole_k(
     ldc: usize,
     ep: &Epilogue,
     (m, n, k): (usize, usize, usize),
-    (threads, direct_b, stream): (usize, bool, Option<&dyn PanelSource>),
+    (threads, direct_b, stream, dot): (usize, bool, Option<&dyn PanelSource>, Dot),
 ) {
     let (mr, nr) = tile_size(isa);
     let kcb = kc_block(isa);
@@ -487,7 +500,7 @@ fn gemm_whole_k(
                 (k, kcb),
                 m_pad,
                 mr,
-                |k0, kc, p, dst| pack_a_panel(isa, &v, k0, kc, p, dst),
+                |k0, kc, p, dst| pack_a_panel((isa, dot), &v, k0, kc, p, dst),
             );
         }
     };
@@ -531,7 +544,7 @@ fn gemm_whole_k(
             let beta_eff = if k0 == 0 { beta } else { 1.0 };
             let last = k0 + kc == k;
             run_task(
-                isa,
+                (isa, dot),
                 t,
                 kc,
                 a_pan,
@@ -565,7 +578,7 @@ fn gemm_whole_k(
 /// whose rows are `ldc` apart; `ep` is `Some` on the last `KC` block.
 #[allow(clippy::too_many_arguments)]
 fn run_task(
-    isa: Isa,
+    (isa, dot): (Isa, Dot),
     t: &mut Task,
     kc: usize,
     a_pan: &[f32],
@@ -628,7 +641,7 @@ fn run_task(
                     let j = jc + t.j0;
                     let rs = (t.i0 + r0, t.residual.get(r0..r1).unwrap_or(&[]));
                     let tail = tile_tail(ep, rs, j..j + full * nr, clamp, &[]);
-                    simd::micro_row(isa, kc, a_task, b_row, rows, 0, full, alpha, beta, &tail);
+                    simd::micro_row((isa, dot), kc, a_task, b_row, rows, 0, full, alpha, beta, &tail);
                     apply_rest(isa, rest, rows, 0..full * nr);
                     full
                 }
@@ -664,7 +677,7 @@ fn run_task(
                 let rs = (t.i0 + r0, t.residual.get(r0..r1).unwrap_or(&[]));
                 let tail = tile_tail(ep, rs, j..j + nr_eff, clamp, next_b);
                 simd::micro_column(
-                    isa, kc, a_rows, b_micro, ldb, rows, col, nr_eff, alpha, beta, &tail,
+                    (isa, dot), kc, a_rows, b_micro, ldb, rows, col, nr_eff, alpha, beta, &tail,
                 );
                 apply_rest(isa, rest, rows, col..col + nr_eff);
             };

@@ -42,7 +42,8 @@ use driver::read_b_in_place;
 use driver::{gemm, Src};
 #[cfg(test)]
 use grid::whole_k_grid;
-use pack::{pack_a, pack_b, MatSource};
+use pack::{pack_a, pack_b, pack_b_pairs, MatSource};
+use simd::Dot;
 
 use super::activation::Activation;
 
@@ -213,7 +214,7 @@ impl PackedA {
         for k0 in (0..a.cols).step_by(kcb) {
             let kc = kcb.min(a.cols - k0);
             pack_a(
-                isa,
+                (isa, Dot::F32),
                 &a,
                 k0,
                 kc,
@@ -248,10 +249,12 @@ impl PackedA {
 /// A constant B operand (`k×n`, e.g. fully-connected weights) packed once into micro-panels.
 ///
 /// Layout: the `KC` block starting at `k0` (height `kc`) begins at `k0 * n_pad`; inside it the
-/// `nr`-column panel `q` is `kc*nr` floats, k-major.
+/// `nr`-column panel `q` is `kc*nr` floats, k-major. Packed as bfloat16 pairs
+/// ([`PackedB::bf16_pairs`]), the same with `⌈k/2⌉` rows of 32-bit slots.
 #[derive(Clone, Debug)]
 pub struct PackedB {
     isa: Isa,
+    dot: Dot,
     k: usize,
     n: usize,
     data: AlignedVec,
@@ -287,10 +290,45 @@ impl PackedB {
         }
         PackedB {
             isa,
+            dot: Dot::F32,
             k: b.rows,
             n: b.cols,
             data,
         }
+    }
+
+    /// Packs `b` rounded to bfloat16 (to nearest, ties to even), for products whose operands
+    /// are bfloat16: a GEMM with it rounds A to bfloat16 as it packs it, and multiplies pairs
+    /// of the shared dimension with AVX512_BF16's dot products (`vdpbf16ps`), twice the work
+    /// per instruction of float32 FMAs, summing in float32. `None` unless
+    /// [`cpu::bf16_dot`] (AVX-512 with AVX512_BF16, the SIMD kernels not turned off).
+    pub fn bf16_pairs(b: MatRef) -> Option<Self> {
+        if !cpu::bf16_dot() {
+            return None;
+        }
+        b.check("B");
+        let isa = Isa::Avx512;
+        let (_, nr) = tile_size(isa);
+        let n_pad = b.cols.div_ceil(nr) * nr;
+        let slots = if n_pad == 0 { 0 } else { b.rows.div_ceil(2) };
+        let mut data = AlignedVec::zeroed(n_pad * slots);
+        let kcb = kc_block(isa);
+        for k0 in (0..slots).step_by(kcb) {
+            let kc = kcb.min(slots - k0);
+            pack_b_pairs(nr, &b, k0, kc, &mut data[k0 * n_pad..(k0 + kc) * n_pad]);
+        }
+        Some(PackedB {
+            isa,
+            dot: Dot::Bf16,
+            k: b.rows,
+            n: b.cols,
+            data,
+        })
+    }
+
+    /// Whether it holds bfloat16 pairs ([`PackedB::bf16_pairs`]).
+    pub fn is_bf16(&self) -> bool {
+        self.dot == Dot::Bf16
     }
 
     /// Rows (shared dimension) of the packed matrix.

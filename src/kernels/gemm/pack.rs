@@ -1,16 +1,25 @@
 //! Packing operands into the micro-kernels' k-major micro-panels (`mr`-row panels of A,
-//! `nr`-column panels of B), and the strided matrix as a [`PanelSource`].
+//! `nr`-column panels of B), in float32 or as bfloat16 pairs ([`Dot`]), and the strided matrix
+//! as a [`PanelSource`].
 #![forbid(unsafe_code)]
 
 use rayon::prelude::*;
 
 use super::{tile_size, Isa, MatRef, PanelSource};
-use crate::kernels::simd;
+use crate::kernels::simd::{self, Dot};
 
-/// Packs A columns `k0..k0+kc` (all rows) into `mr`-row micro-panels in `dst` (`m_pad*kc`).
-pub(super) fn pack_a(isa: Isa, a: &MatRef, k0: usize, kc: usize, dst: &mut [f32], par: bool) {
+/// Packs A columns `k0..k0+kc` (all rows) into `mr`-row micro-panels in `dst` (`m_pad*kc`);
+/// for [`Dot::Bf16`], the slots `k0..k0+kc` of pairs.
+pub(super) fn pack_a(
+    (isa, dot): (Isa, Dot),
+    a: &MatRef,
+    k0: usize,
+    kc: usize,
+    dst: &mut [f32],
+    par: bool,
+) {
     let (mr, _) = tile_size(isa);
-    let pack = |(p, panel): (usize, &mut [f32])| pack_a_panel(isa, a, k0, kc, p, panel);
+    let pack = |(p, panel): (usize, &mut [f32])| pack_a_panel((isa, dot), a, k0, kc, p, panel);
     let np = a.rows.div_ceil(mr);
     if par && a.rows * kc >= 1 << 15 {
         dst.par_chunks_mut(kc * mr)
@@ -22,9 +31,10 @@ pub(super) fn pack_a(isa: Isa, a: &MatRef, k0: usize, kc: usize, dst: &mut [f32]
     }
 }
 
-/// Packs the A micro-panel `p` (rows `p·mr ..`, columns `k0..k0+kc`) into `panel` (`kc·mr`).
+/// Packs the A micro-panel `p` (rows `p·mr ..`, columns `k0..k0+kc`) into `panel` (`kc·mr`);
+/// for [`Dot::Bf16`], slots `k0..k0+kc` of pairs (columns `2·k0 ..`, see [`pack_a_panel_pairs`]).
 pub(super) fn pack_a_panel(
-    isa: Isa,
+    (isa, dot): (Isa, Dot),
     a: &MatRef,
     k0: usize,
     kc: usize,
@@ -32,6 +42,10 @@ pub(super) fn pack_a_panel(
     panel: &mut [f32],
 ) {
     let (mr, _) = tile_size(isa);
+    if dot == Dot::Bf16 {
+        pack_a_panel_pairs(mr, a, k0, kc, p, panel);
+        return;
+    }
     {
         let i0 = p * mr;
         let rows = mr.min(a.rows - i0);
@@ -173,4 +187,70 @@ pub(super) fn pack_b_panel(
         panel.fill(0.0);
     }
     b.fill_panel(k0, kc, c0, cols, nr, panel);
+}
+
+/// Slots of bfloat16 pairs converted per row at a time by [`pack_a_panel_pairs`] (one K
+/// block of the AVX-512 tile).
+const PAIR_CHUNK: usize = 256;
+
+/// Packs the A micro-panel `p` (rows `8p ..`; the pairs' tile is AVX-512's, `mr = 8`) as
+/// bfloat16 pairs: slot `kk` of row `r` holds A's columns `2(k0+kk)` and `2(k0+kk)+1`
+/// rounded by [`simd::bf16_pairs`], zero past A's last column or row (`panel`: `kc·8` slots).
+/// Each row is converted into a buffer on the stack, then the eight are interleaved.
+pub(super) fn pack_a_panel_pairs(
+    mr: usize,
+    a: &MatRef,
+    k0: usize,
+    kc: usize,
+    p: usize,
+    panel: &mut [f32],
+) {
+    assert_eq!(mr, 8, "bfloat16 pairs are packed for the 8-row tile");
+    let i0 = p * 8;
+    let rows = 8.min(a.rows - i0);
+    let c0 = (2 * k0).min(a.cols);
+    let c1 = (2 * (k0 + kc)).min(a.cols);
+    let mut conv = [0.0f32; 8 * PAIR_CHUNK];
+    let mut gathered = [0.0f32; 2 * PAIR_CHUNK];
+    for s0 in (0..kc).step_by(PAIR_CHUNK) {
+        let sc = PAIR_CHUNK.min(kc - s0);
+        let (lo, hi) = ((c0 + 2 * s0).min(c1), (c0 + 2 * (s0 + sc)).min(c1));
+        for (r, dst) in conv.chunks_exact_mut(sc).take(8).enumerate() {
+            if r >= rows {
+                dst.fill(0.0);
+            } else if a.col_stride == 1 {
+                let start = (i0 + r) * a.row_stride;
+                simd::bf16_pairs(&a.data[start + lo..start + hi], dst);
+            } else {
+                let src = &mut gathered[..hi - lo];
+                for (c, v) in src.iter_mut().enumerate() {
+                    *v = a.at(i0 + r, lo + c);
+                }
+                simd::bf16_pairs(src, dst);
+            }
+        }
+        let rows8: [&[f32]; 8] = std::array::from_fn(|r| &conv[r * sc..(r + 1) * sc]);
+        simd::interleave_rows8(Isa::Avx512, &rows8, &mut panel[s0 * 8..(s0 + sc) * 8]);
+    }
+}
+
+/// Packs B rows `2·k0 .. 2·(k0+kc)` as bfloat16 pairs into `nr`-column micro-panels (`dst`:
+/// `kc · n_pad` slots, panel `q` from `q·kc·nr`): slot `kk` of column `j` holds B's rows
+/// `2(k0+kk)` and `2(k0+kk)+1` rounded by [`simd::bf16_pairs`], zero past B's last row or
+/// column.
+pub(super) fn pack_b_pairs(nr: usize, b: &MatRef, k0: usize, kc: usize, dst: &mut [f32]) {
+    dst.fill(0.0);
+    let mut two_rows = vec![0.0f32; 2 * nr];
+    for (q, panel) in dst.chunks_exact_mut(kc * nr).enumerate() {
+        let j0 = q * nr;
+        let cols = nr.min(b.cols.saturating_sub(j0));
+        for (kk, d) in panel.chunks_exact_mut(nr).enumerate() {
+            let k = 2 * (k0 + kk);
+            for (j, v) in two_rows.chunks_exact_mut(2).take(cols).enumerate() {
+                v[0] = b.at(k, j0 + j);
+                v[1] = if k + 1 < b.rows { b.at(k + 1, j0 + j) } else { 0.0 };
+            }
+            simd::bf16_pairs(&two_rows[..2 * cols], &mut d[..cols]);
+        }
+    }
 }

@@ -582,3 +582,113 @@ fn streamed_b_panels_per_column_bias() {
         check_close(&got, &want, k, &format!("{isa:?}"));
     }
 }
+
+/// `v` rounded to bfloat16 and back (to nearest, ties to even).
+fn bf16_round(v: &[f32]) -> Vec<f32> {
+    v.iter()
+        .map(|&x| half::bf16::from_f32(x).to_f32())
+        .collect()
+}
+
+/// A product over a B packed as bfloat16 pairs is the float32 product of A and B rounded to
+/// bfloat16 (ties to even), on one thread and in parallel, with every epilogue, odd and even
+/// K (a last slot half empty), edge rows and columns, a transposed A and the blocked and
+/// whole-K drivers (K over two blocks of pairs). Where the CPU lacks AVX512_BF16 (or the SIMD
+/// kernels are off) no such packing is made.
+#[test]
+fn bf16_pairs_products() {
+    let mut rng = Rng::new(23);
+    let b0 = rng.vec(6);
+    let packed = PackedB::bf16_pairs(MatRef::row_major(&b0, 2, 3));
+    assert_eq!(packed.is_some(), cpu::bf16_dot());
+    if packed.is_none() {
+        return;
+    }
+    for &(m, n, k, ta) in &[
+        (1, 1, 1, false),
+        (5, 7, 3, false),
+        (8, 32, 2, false),
+        (9, 33, 41, true),
+        (17, 70, 513, false),
+        (70, 90, 300, true),
+        (MC + 9, 40, 1030, false),
+        (128, 768, 768, false),
+        (1, 1000, 129, false),
+    ] {
+        let a = rng.vec(m * k);
+        let b = rng.vec(k * n);
+        let am = if ta {
+            MatRef::row_major(&a, k, m).t()
+        } else {
+            MatRef::row_major(&a, m, k)
+        };
+        let bm = MatRef::row_major(&b, k, n);
+        let (ar, br) = (bf16_round(&a), bf16_round(&b));
+        let arm = if ta {
+            MatRef::row_major(&ar, k, m).t()
+        } else {
+            MatRef::row_major(&ar, m, k)
+        };
+        let pb = PackedB::bf16_pairs(bm).expect("AVX512_BF16");
+        assert!(pb.is_bf16() && pb.rows() == k && pb.cols() == n);
+        let col_bias = rng.vec(n);
+        let ldc = n + 2;
+        let c0 = rng.vec(m * ldc);
+        let z = rng.vec(m * n);
+        for (alpha, beta, ep) in [
+            (1.0, 0.0, Epilogue::NONE),
+            (0.5, -1.5, Epilogue::NONE),
+            (
+                1.0,
+                0.0,
+                Epilogue {
+                    bias: Bias::PerCol(&col_bias),
+                    residual: Some((&z, n)),
+                    activation: Activation::Relu,
+                },
+            ),
+        ] {
+            let mut want = c0.clone();
+            reference::gemm_ref(alpha, &arm, &MatRef::row_major(&br, k, n), beta, &mut want, ldc);
+            for i in 0..m {
+                for j in 0..n {
+                    let v = &mut want[i * ldc + j];
+                    if let Bias::PerCol(bias) = ep.bias {
+                        *v += bias[j];
+                    }
+                    if let Some((z, ld)) = ep.residual {
+                        *v += z[i * ld + j];
+                    }
+                    *v = reference::activation_ref(ep.activation, *v);
+                }
+            }
+            for parallel in [false, true] {
+                let mut got = c0.clone();
+                sgemm_packed_with(parallel, alpha, am, &pb, beta, &mut got, ldc, &ep);
+                let what = format!("bf16 {m}x{n}x{k} ta={ta} a={alpha} b={beta} par={parallel}");
+                check_close(&got, &want, k, &what);
+            }
+        }
+    }
+}
+
+/// Hand-computed: bfloat16 keeps 8 significant bits, so `1 + 2⁻⁸` rounds to 1 (a tie, to the
+/// even 1) and `1 + 3·2⁻⁸` to `1 + 2⁻⁶` (a tie, to the even neighbour); A's row
+/// `[1 + 2⁻⁸, 1 + 3·2⁻⁸, 3]` times B's columns `[1, 0, 2]` and `[0, 1, 0]` gives 7 and
+/// `1.015625`, where float32 gives `7.00390625` and `1.01171875`.
+#[test]
+fn bf16_pairs_round_their_operands() {
+    let a = [1.0 + 2f32.powi(-8), 1.0 + 3.0 * 2f32.powi(-8), 3.0];
+    let b = [1.0, 0.0, 0.0, 1.0, 2.0, 0.0];
+    let Some(pb) = PackedB::bf16_pairs(MatRef::row_major(&b, 3, 2)) else {
+        assert!(!cpu::bf16_dot());
+        return;
+    };
+    let mut c = [f32::NAN; 2];
+    let am = MatRef::row_major(&a, 1, 3);
+    sgemm_packed(1.0, am, &pb, 0.0, &mut c, 2, &Epilogue::NONE);
+    assert_eq!(c, [7.0, 1.015625]);
+    let mut f = [0.0; 2];
+    sgemm(1.0, am, MatRef::row_major(&b, 3, 2), 0.0, &mut f, 2);
+    assert_eq!(f, [7.00390625, 1.01171875]);
+}

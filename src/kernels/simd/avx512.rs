@@ -1,6 +1,8 @@
 //! AVX-512F GEMM micro-kernel: an `M×32` register tile, `M ≤ 8`, two zmm accumulators per
 //! row, biases, residual and clamp applied in registers (the depthwise plane kernels are in
-//! `avx512_depthwise`).
+//! `avx512_depthwise`). The same tile multiplies bfloat16 operands with AVX512_BF16's dot
+//! products (the `*_bf16` kernels): each 32-bit slot of the packed panels then holds two
+//! consecutive values of the shared dimension, and one `vdpbf16ps` does the work of two FMAs.
 #![allow(clippy::incompatible_msrv)] // AVX-512 intrinsics are stable since Rust 1.89.
 
 use std::arch::x86_64::*;
@@ -58,288 +60,359 @@ unsafe fn store_setup(nr: usize, alpha: f32, beta: f32, tail: &RawTail) -> Store
     }
 }
 
-/// One `M×32` tile (`M×16` when `W2` is false: a column at most 16 wide, whose second half
-/// is neither computed nor stored): accumulates over `kc`, then stores
-/// `clamp(alpha·acc + beta·C + row_bias + col_bias + residual)` through `s`; meanwhile prefetches
-/// the `kc` A columns from `pf` on (the next micro-panel: any address, only prefetched) and,
-/// when `PB`, the `kc` B rows from `pfb` on (`ldb` apart: the next column's micro-panel of a B
-/// read in place, or of a packed B when `ldb = 32`).
-///
-/// # Safety
-/// - The CPU supports AVX-512F.
-/// - `a` is readable for `kc * 8` floats, `b` for 32 floats from each `k * ldb`, `k < kc`.
-/// - `c[r]` for `r < M` has the tile's `nr` floats from `col` on (`c[r].len() ≥ col + nr`;
-///   the rows are distinct `&mut` slices, so disjoint from each other and from `a`/`b`),
-///   and `W2` is false only when `nr ≤ 16`.
-/// - `row_bias` is null or readable for `M` floats; `res` is null or points to `M` row slices,
-///   each with the tile's `nr` floats from `col` on.
-/// - `pf` and `pfb` are only prefetched (a hint that never faults), never read.
-#[target_feature(enable = "avx512f")]
-#[inline]
-#[allow(clippy::too_many_arguments)]
-unsafe fn tile<const M: usize, const W2: bool, const PB: bool>(
-    kc: usize,
-    a: *const f32,
-    b: *const f32,
-    ldb: usize,
-    c: &mut [&mut [f32]],
-    col: usize,
-    row_bias: *const f32,
-    res: *const &[f32],
-    s: &Store,
-    (pf, pfb): (*const f32, *const f32),
-) {
-    let mut acc0 = [_mm512_setzero_ps(); M];
-    let mut acc1 = [_mm512_setzero_ps(); M];
-    // One step of k: row k of the B panel times column k of the A micro-panel.
-    let mut step = |k: usize| {
-        // SAFETY: k < kc, so `b + k*ldb .. +32` and `a + k*8 .. +8` are inside the panels.
-        unsafe {
-            let bp = b.add(k * ldb);
-            let ap = a.add(k * MR);
-            let b0 = _mm512_loadu_ps(bp);
-            let b1 = if W2 { _mm512_loadu_ps(bp.add(16)) } else { b0 };
+/// Defines the GEMM tile `$tile` and its column and row drivers `$column` and `$row`, compiled
+/// with the target features `$features`, whose tiles accumulate with `$madd(acc, a, b)`:
+/// float32 FMAs, or bfloat16 dot products over pairs (then every "float" of the panels below is
+/// a 32-bit slot of two bfloat16 values of consecutive k, and `kc` counts slots). One
+/// definition for both, since a kernel's instructions need its own `#[target_feature]`.
+macro_rules! gemm_kernels {
+    ($tile:ident, $column:ident, $row:ident, $features:literal, $madd:ident) => {
+        /// One `M×32` tile (`M×16` when `W2` is false: a column at most 16 wide, whose second half
+        /// is neither computed nor stored): accumulates over `kc`, then stores
+        /// `clamp(alpha·acc + beta·C + row_bias + col_bias + residual)` through `s`; meanwhile prefetches
+        /// the `kc` A columns from `pf` on (the next micro-panel: any address, only prefetched) and,
+        /// when `PB`, the `kc` B rows from `pfb` on (`ldb` apart: the next column's micro-panel of a B
+        /// read in place, or of a packed B when `ldb = 32`).
+        ///
+        /// # Safety
+        /// - The CPU supports AVX-512F.
+        /// - `a` is readable for `kc * 8` floats, `b` for 32 floats from each `k * ldb`, `k < kc`.
+        /// - `c[r]` for `r < M` has the tile's `nr` floats from `col` on (`c[r].len() ≥ col + nr`;
+        ///   the rows are distinct `&mut` slices, so disjoint from each other and from `a`/`b`),
+        ///   and `W2` is false only when `nr ≤ 16`.
+        /// - `row_bias` is null or readable for `M` floats; `res` is null or points to `M` row slices,
+        ///   each with the tile's `nr` floats from `col` on.
+        /// - `pf` and `pfb` are only prefetched (a hint that never faults), never read.
+        #[target_feature(enable = $features)]
+        #[inline]
+        #[allow(clippy::too_many_arguments)]
+        unsafe fn $tile<const M: usize, const W2: bool, const PB: bool>(
+            kc: usize,
+            a: *const f32,
+            b: *const f32,
+            ldb: usize,
+            c: &mut [&mut [f32]],
+            col: usize,
+            row_bias: *const f32,
+            res: *const &[f32],
+            s: &Store,
+            (pf, pfb): (*const f32, *const f32),
+        ) {
+            let mut acc0 = [_mm512_setzero_ps(); M];
+            let mut acc1 = [_mm512_setzero_ps(); M];
+            // One step of k: row k of the B panel times column k of the A micro-panel.
+            let mut step = |k: usize| {
+                // SAFETY: k < kc, so `b + k*ldb .. +32` and `a + k*8 .. +8` are inside the panels.
+                unsafe {
+                    let bp = b.add(k * ldb);
+                    let ap = a.add(k * MR);
+                    let b0 = _mm512_loadu_ps(bp);
+                    let b1 = if W2 { _mm512_loadu_ps(bp.add(16)) } else { b0 };
+                    for i in 0..M {
+                        let ai = _mm512_set1_ps(*ap.add(i));
+                        acc0[i] = $madd(acc0[i], ai, b0);
+                        if W2 {
+                            acc1[i] = $madd(acc1[i], ai, b1);
+                        }
+                    }
+                }
+            };
+            // Two steps per iteration and one prefetch of the next A micro-panel, the 64-byte line
+            // its same two steps read: inside a model the weights come from memory, and their
+            // stream restarted at every micro-panel (ResNet-50's 512→2048 1×1 layer with data out of
+            // cache: 73 → 95 GFLOP/s).
+            for k in (0..kc & !1).step_by(2) {
+                _mm_prefetch::<_MM_HINT_T0>(pf.wrapping_add(k * MR) as *const i8);
+                if M == 1 && ldb == 32 {
+                    // A one-row tile (a matrix times a vector) over a packed B: one stream through all
+                    // of B, its four lines of these two steps fetched `super::VECTOR_AHEAD` floats
+                    // ahead.
+                    let q = b.wrapping_add(k * 32 + super::VECTOR_AHEAD);
+                    for t in 0..4 {
+                        _mm_prefetch::<_MM_HINT_T0>(q.wrapping_add(16 * t) as *const i8);
+                    }
+                }
+                if PB {
+                    for q in [pfb.wrapping_add(k * ldb), pfb.wrapping_add((k + 1) * ldb)] {
+                        // A packed micro-panel (`ldb = 32`, see `TileTail::next_b`) into L2.
+                        if ldb == 32 {
+                            _mm_prefetch::<_MM_HINT_T1>(q as *const i8);
+                            _mm_prefetch::<_MM_HINT_T1>(q.wrapping_add(16) as *const i8);
+                        } else {
+                            _mm_prefetch::<_MM_HINT_T0>(q as *const i8);
+                            _mm_prefetch::<_MM_HINT_T0>(q.wrapping_add(16) as *const i8);
+                        }
+                    }
+                }
+                step(k);
+                step(k + 1);
+            }
+            if kc % 2 == 1 {
+                step(kc - 1);
+            }
             for i in 0..M {
-                let ai = _mm512_set1_ps(*ap.add(i));
-                acc0[i] = _mm512_fmadd_ps(ai, b0, acc0[i]);
-                if W2 {
-                    acc1[i] = _mm512_fmadd_ps(ai, b1, acc1[i]);
+                let p0 = c[i].as_mut_ptr().wrapping_add(col);
+                // Masked-off lanes are neither read nor written, so `p1` may point past the row when
+                // nr ≤ 16 (mask m1 is then 0); `wrapping_add` keeps the pointer arithmetic defined.
+                let p1 = p0.wrapping_add(16);
+                // The next column's two lines of this row, for the tile that stores there one
+                // column of tiles later: hides the fetch for ownership of C's lines. A hint for
+                // writing (`prefetcht0` without the `prfchw` feature), on any address: it never
+                // faults, so past the end of the row it only wastes a fetch.
+                _mm_prefetch::<_MM_HINT_ET0>(p0.wrapping_add(32) as *const i8);
+                _mm_prefetch::<_MM_HINT_ET0>(p0.wrapping_add(48) as *const i8);
+                let mut r0 = _mm512_mul_ps(acc0[i], s.va);
+                let mut r1 = _mm512_mul_ps(acc1[i], s.va);
+                if s.beta != 0.0 {
+                    // SAFETY: the lanes selected by m0/m1 are exactly c[i][0..nr], valid per the
+                    // contract.
+                    let (c0, c1) = unsafe {
+                        (
+                            _mm512_maskz_loadu_ps(s.m0, p0),
+                            _mm512_maskz_loadu_ps(s.m1, p1),
+                        )
+                    };
+                    r0 = _mm512_fmadd_ps(c0, s.vb, r0);
+                    r1 = _mm512_fmadd_ps(c1, s.vb, r1);
+                }
+                if !row_bias.is_null() {
+                    // SAFETY: a non-null row bias holds M floats (contract).
+                    let v = _mm512_set1_ps(unsafe { *row_bias.add(i) });
+                    r0 = _mm512_add_ps(r0, v);
+                    r1 = _mm512_add_ps(r1, v);
+                }
+                if let Some((b0, b1)) = s.col_bias {
+                    r0 = _mm512_add_ps(r0, b0);
+                    r1 = _mm512_add_ps(r1, b1);
+                }
+                if !res.is_null() {
+                    // SAFETY: a non-null `res` holds M row pointers, each readable for the lanes the
+                    // masks select (contract).
+                    unsafe {
+                        let q0 = (*res.add(i)).as_ptr().wrapping_add(col);
+                        r0 = _mm512_add_ps(r0, _mm512_maskz_loadu_ps(s.m0, q0));
+                        if W2 {
+                            r1 = _mm512_add_ps(r1, _mm512_maskz_loadu_ps(s.m1, q0.wrapping_add(16)));
+                        }
+                    }
+                }
+                if let Some((lo, hi)) = s.clamp {
+                    // max(lo, x) and min(hi, x) return x when it is NaN (the second operand), like the
+                    // scalar clamp.
+                    r0 = _mm512_min_ps(hi, _mm512_max_ps(lo, r0));
+                    r1 = _mm512_min_ps(hi, _mm512_max_ps(lo, r1));
+                }
+                // SAFETY: as for the loads above, for writes.
+                unsafe {
+                    _mm512_mask_storeu_ps(p0, s.m0, r0);
+                    if W2 {
+                        _mm512_mask_storeu_ps(p1, s.m1, r1);
+                    }
+                }
+            }
+        }
+
+        /// One column of C, `nr` wide, over `c.len()` rows: the `⌈rows/8⌉` A micro-panels in `a`
+        /// (`kc·8` floats each, consecutive) times the B micro-panel `b`, each tile stored as
+        /// `clamp(alpha·A·B + beta·C + biases + residual)` with the biases, residual and clamp of
+        /// `tail`. A column at most 16 wide computes only the first half of each tile.
+        ///
+        /// # Safety
+        /// - The CPU supports AVX-512F.
+        /// - `a` is readable for `⌈c.len()/8⌉ · kc · 8` floats, `b` for 32 floats from each `k · ldb`,
+        ///   `k < kc` (a packed micro-panel has `ldb = 32`).
+        /// - Every `c[r]` has `nr` floats from `col` on (`1 ≤ nr ≤ 32`, `c[r].len() ≥ col + nr`).
+        /// - `tail.row_bias` is null or readable for `c.len()` floats; `tail.col_bias` null or
+        ///   readable for `nr` floats; `tail.residual` null or pointing to `c.len()` row slices,
+        ///   each with `nr` floats from `col` on.
+        #[target_feature(enable = $features)]
+        #[allow(clippy::too_many_arguments)]
+        pub(super) unsafe fn $column(
+            kc: usize,
+            a: *const f32,
+            b: *const f32,
+            ldb: usize,
+            c: &mut [&mut [f32]],
+            col: usize,
+            nr: usize,
+            alpha: f32,
+            beta: f32,
+            tail: &RawTail,
+        ) {
+            // SAFETY: forwarded contract.
+            let s = unsafe { store_setup(nr, alpha, beta, tail) };
+            let wide = nr > 16;
+            for (p, rows) in c.chunks_mut(MR).enumerate() {
+                let ap = a.wrapping_add(p * kc * MR);
+                // The next A micro-panel, prefetched by this tile.
+                let pf = ap.wrapping_add(kc * MR);
+                let rb = if tail.row_bias.is_null() {
+                    tail.row_bias
+                } else {
+                    tail.row_bias.wrapping_add(p * MR)
+                };
+                let res = if tail.residual.is_null() {
+                    tail.residual
+                } else {
+                    tail.residual.wrapping_add(p * MR)
+                };
+                // The first tile of the column also prefetches the next column's B micro-panel.
+                let pfb = if p == 0 {
+                    tail.next_b
+                } else {
+                    std::ptr::null()
+                };
+                let pfs = (pf, pfb);
+                macro_rules! go {
+                    ($w:literal, $pb:literal) => {
+                        match rows.len() {
+                            1 => $tile::<1, $w, $pb>(kc, ap, b, ldb, rows, col, rb, res, &s, pfs),
+                            2 => $tile::<2, $w, $pb>(kc, ap, b, ldb, rows, col, rb, res, &s, pfs),
+                            3 => $tile::<3, $w, $pb>(kc, ap, b, ldb, rows, col, rb, res, &s, pfs),
+                            4 => $tile::<4, $w, $pb>(kc, ap, b, ldb, rows, col, rb, res, &s, pfs),
+                            5 => $tile::<5, $w, $pb>(kc, ap, b, ldb, rows, col, rb, res, &s, pfs),
+                            6 => $tile::<6, $w, $pb>(kc, ap, b, ldb, rows, col, rb, res, &s, pfs),
+                            7 => $tile::<7, $w, $pb>(kc, ap, b, ldb, rows, col, rb, res, &s, pfs),
+                            _ => $tile::<8, $w, $pb>(kc, ap, b, ldb, rows, col, rb, res, &s, pfs),
+                        }
+                    };
+                }
+                // SAFETY: panel `p` of `a` and rows `8p ..` of `c`, of the row bias and of the
+                // residual are in range (contract); `rows.len()` is the tile height, and the narrow
+                // tile is used only when `nr ≤ 16`.
+                unsafe {
+                    match (wide, pfb.is_null()) {
+                        (true, true) => go!(true, false),
+                        (true, false) => go!(true, true),
+                        (false, _) => go!(false, false),
+                    }
+                }
+            }
+        }
+
+        /// One row of C's tiles, `1 ≤ c.len() ≤ 8` rows: the A micro-panel `a` times `panels` B
+        /// micro-panels 32 wide, panel `q` from `b + q·step` (row `k` at `+ k·ldb`), each tile stored
+        /// at columns `col + 32q ..` as in [`$column`]; `tail.col_bias`, when not null, holds
+        /// the biases of all `32·panels` columns.
+        ///
+        /// # Safety
+        /// - The CPU supports AVX-512F.
+        /// - `a` is readable for `kc * 8` floats, `b` for 32 floats from each `q·step + k·ldb`,
+        ///   `q < panels`, `k < kc`.
+        /// - Every `c[r]` has `32·panels` floats from `col` on.
+        /// - `tail.row_bias` is null or readable for `c.len()` floats; `tail.col_bias` null or
+        ///   readable for `32·panels` floats; `tail.residual` null or pointing to `c.len()` row
+        ///   slices, each with `32·panels` floats from `col` on.
+        #[target_feature(enable = $features)]
+        #[allow(clippy::too_many_arguments)]
+        pub(super) unsafe fn $row(
+            kc: usize,
+            a: *const f32,
+            (b, ldb, step): (*const f32, usize, usize),
+            panels: usize,
+            c: &mut [&mut [f32]],
+            col: usize,
+            alpha: f32,
+            beta: f32,
+            tail: &RawTail,
+        ) {
+            // Each tile prefetches the next row's A micro-panel (from the outer caches once, then
+            // from L1).
+            let pfs = (a.wrapping_add(kc * MR), std::ptr::null());
+            for q in 0..panels {
+                let t = RawTail {
+                    col_bias: if tail.col_bias.is_null() {
+                        tail.col_bias
+                    } else {
+                        tail.col_bias.wrapping_add(32 * q)
+                    },
+                    ..*tail
+                };
+                // SAFETY: forwarded contract, for the 32 columns of panel `q`.
+                let s = unsafe { store_setup(32, alpha, beta, &t) };
+                let (bq, cq, rb, res) = (
+                    b.wrapping_add(q * step),
+                    col + 32 * q,
+                    t.row_bias,
+                    t.residual,
+                );
+                // SAFETY: panel `q` of `b` and columns `cq .. cq + 32` of every row, of the column
+                // bias and of the residual rows are in range (contract); `c.len()` is the tile height.
+                unsafe {
+                    match c.len() {
+                        1 => $tile::<1, true, false>(kc, a, bq, ldb, c, cq, rb, res, &s, pfs),
+                        2 => $tile::<2, true, false>(kc, a, bq, ldb, c, cq, rb, res, &s, pfs),
+                        3 => $tile::<3, true, false>(kc, a, bq, ldb, c, cq, rb, res, &s, pfs),
+                        4 => $tile::<4, true, false>(kc, a, bq, ldb, c, cq, rb, res, &s, pfs),
+                        5 => $tile::<5, true, false>(kc, a, bq, ldb, c, cq, rb, res, &s, pfs),
+                        6 => $tile::<6, true, false>(kc, a, bq, ldb, c, cq, rb, res, &s, pfs),
+                        7 => $tile::<7, true, false>(kc, a, bq, ldb, c, cq, rb, res, &s, pfs),
+                        _ => $tile::<8, true, false>(kc, a, bq, ldb, c, cq, rb, res, &s, pfs),
+                    }
                 }
             }
         }
     };
-    // Two steps per iteration and one prefetch of the next A micro-panel, the 64-byte line
-    // its same two steps read: inside a model the weights come from memory, and their
-    // stream restarted at every micro-panel (ResNet-50's 512→2048 1×1 layer with data out of
-    // cache: 73 → 95 GFLOP/s).
-    for k in (0..kc & !1).step_by(2) {
-        _mm_prefetch::<_MM_HINT_T0>(pf.wrapping_add(k * MR) as *const i8);
-        if M == 1 && ldb == 32 {
-            // A one-row tile (a matrix times a vector) over a packed B: one stream through all
-            // of B, its four lines of these two steps fetched `super::VECTOR_AHEAD` floats
-            // ahead.
-            let q = b.wrapping_add(k * 32 + super::VECTOR_AHEAD);
-            for t in 0..4 {
-                _mm_prefetch::<_MM_HINT_T0>(q.wrapping_add(16 * t) as *const i8);
-            }
-        }
-        if PB {
-            for q in [pfb.wrapping_add(k * ldb), pfb.wrapping_add((k + 1) * ldb)] {
-                // A packed micro-panel (`ldb = 32`, see `TileTail::next_b`) into L2.
-                if ldb == 32 {
-                    _mm_prefetch::<_MM_HINT_T1>(q as *const i8);
-                    _mm_prefetch::<_MM_HINT_T1>(q.wrapping_add(16) as *const i8);
-                } else {
-                    _mm_prefetch::<_MM_HINT_T0>(q as *const i8);
-                    _mm_prefetch::<_MM_HINT_T0>(q.wrapping_add(16) as *const i8);
-                }
-            }
-        }
-        step(k);
-        step(k + 1);
-    }
-    if kc % 2 == 1 {
-        step(kc - 1);
-    }
-    for i in 0..M {
-        let p0 = c[i].as_mut_ptr().wrapping_add(col);
-        // Masked-off lanes are neither read nor written, so `p1` may point past the row when
-        // nr ≤ 16 (mask m1 is then 0); `wrapping_add` keeps the pointer arithmetic defined.
-        let p1 = p0.wrapping_add(16);
-        // The next column's two lines of this row, for the tile that stores there one
-        // column of tiles later: hides the fetch for ownership of C's lines. A hint for
-        // writing (`prefetcht0` without the `prfchw` feature), on any address: it never
-        // faults, so past the end of the row it only wastes a fetch.
-        _mm_prefetch::<_MM_HINT_ET0>(p0.wrapping_add(32) as *const i8);
-        _mm_prefetch::<_MM_HINT_ET0>(p0.wrapping_add(48) as *const i8);
-        let mut r0 = _mm512_mul_ps(acc0[i], s.va);
-        let mut r1 = _mm512_mul_ps(acc1[i], s.va);
-        if s.beta != 0.0 {
-            // SAFETY: the lanes selected by m0/m1 are exactly c[i][0..nr], valid per the
-            // contract.
-            let (c0, c1) = unsafe {
-                (
-                    _mm512_maskz_loadu_ps(s.m0, p0),
-                    _mm512_maskz_loadu_ps(s.m1, p1),
-                )
-            };
-            r0 = _mm512_fmadd_ps(c0, s.vb, r0);
-            r1 = _mm512_fmadd_ps(c1, s.vb, r1);
-        }
-        if !row_bias.is_null() {
-            // SAFETY: a non-null row bias holds M floats (contract).
-            let v = _mm512_set1_ps(unsafe { *row_bias.add(i) });
-            r0 = _mm512_add_ps(r0, v);
-            r1 = _mm512_add_ps(r1, v);
-        }
-        if let Some((b0, b1)) = s.col_bias {
-            r0 = _mm512_add_ps(r0, b0);
-            r1 = _mm512_add_ps(r1, b1);
-        }
-        if !res.is_null() {
-            // SAFETY: a non-null `res` holds M row pointers, each readable for the lanes the
-            // masks select (contract).
-            unsafe {
-                let q0 = (*res.add(i)).as_ptr().wrapping_add(col);
-                r0 = _mm512_add_ps(r0, _mm512_maskz_loadu_ps(s.m0, q0));
-                if W2 {
-                    r1 = _mm512_add_ps(r1, _mm512_maskz_loadu_ps(s.m1, q0.wrapping_add(16)));
-                }
-            }
-        }
-        if let Some((lo, hi)) = s.clamp {
-            // max(lo, x) and min(hi, x) return x when it is NaN (the second operand), like the
-            // scalar clamp.
-            r0 = _mm512_min_ps(hi, _mm512_max_ps(lo, r0));
-            r1 = _mm512_min_ps(hi, _mm512_max_ps(lo, r1));
-        }
-        // SAFETY: as for the loads above, for writes.
-        unsafe {
-            _mm512_mask_storeu_ps(p0, s.m0, r0);
-            if W2 {
-                _mm512_mask_storeu_ps(p1, s.m1, r1);
-            }
-        }
-    }
 }
 
-/// One column of C, `nr` wide, over `c.len()` rows: the `⌈rows/8⌉` A micro-panels in `a`
-/// (`kc·8` floats each, consecutive) times the B micro-panel `b`, each tile stored as
-/// `clamp(alpha·A·B + beta·C + biases + residual)` with the biases, residual and clamp of
-/// `tail`. A column at most 16 wide computes only the first half of each tile.
-///
-/// # Safety
-/// - The CPU supports AVX-512F.
-/// - `a` is readable for `⌈c.len()/8⌉ · kc · 8` floats, `b` for 32 floats from each `k · ldb`,
-///   `k < kc` (a packed micro-panel has `ldb = 32`).
-/// - Every `c[r]` has `nr` floats from `col` on (`1 ≤ nr ≤ 32`, `c[r].len() ≥ col + nr`).
-/// - `tail.row_bias` is null or readable for `c.len()` floats; `tail.col_bias` null or
-///   readable for `nr` floats; `tail.residual` null or pointing to `c.len()` row slices,
-///   each with `nr` floats from `col` on.
+gemm_kernels!(tile, kernel_column, kernel_row, "avx512f", fma_f32);
+gemm_kernels!(
+    tile_bf16,
+    kernel_column_bf16,
+    kernel_row_bf16,
+    "avx512f,avx512bf16",
+    dot_bf16
+);
+
+/// `acc + a·b` per lane (one FMA).
 #[target_feature(enable = "avx512f")]
-#[allow(clippy::too_many_arguments)]
-pub(super) unsafe fn kernel_column(
-    kc: usize,
-    a: *const f32,
-    b: *const f32,
-    ldb: usize,
-    c: &mut [&mut [f32]],
-    col: usize,
-    nr: usize,
-    alpha: f32,
-    beta: f32,
-    tail: &RawTail,
-) {
-    // SAFETY: forwarded contract.
-    let s = unsafe { store_setup(nr, alpha, beta, tail) };
-    let wide = nr > 16;
-    for (p, rows) in c.chunks_mut(MR).enumerate() {
-        let ap = a.wrapping_add(p * kc * MR);
-        // The next A micro-panel, prefetched by this tile.
-        let pf = ap.wrapping_add(kc * MR);
-        let rb = if tail.row_bias.is_null() {
-            tail.row_bias
-        } else {
-            tail.row_bias.wrapping_add(p * MR)
-        };
-        let res = if tail.residual.is_null() {
-            tail.residual
-        } else {
-            tail.residual.wrapping_add(p * MR)
-        };
-        // The first tile of the column also prefetches the next column's B micro-panel.
-        let pfb = if p == 0 {
-            tail.next_b
-        } else {
-            std::ptr::null()
-        };
-        let pfs = (pf, pfb);
-        macro_rules! go {
-            ($w:literal, $pb:literal) => {
-                match rows.len() {
-                    1 => tile::<1, $w, $pb>(kc, ap, b, ldb, rows, col, rb, res, &s, pfs),
-                    2 => tile::<2, $w, $pb>(kc, ap, b, ldb, rows, col, rb, res, &s, pfs),
-                    3 => tile::<3, $w, $pb>(kc, ap, b, ldb, rows, col, rb, res, &s, pfs),
-                    4 => tile::<4, $w, $pb>(kc, ap, b, ldb, rows, col, rb, res, &s, pfs),
-                    5 => tile::<5, $w, $pb>(kc, ap, b, ldb, rows, col, rb, res, &s, pfs),
-                    6 => tile::<6, $w, $pb>(kc, ap, b, ldb, rows, col, rb, res, &s, pfs),
-                    7 => tile::<7, $w, $pb>(kc, ap, b, ldb, rows, col, rb, res, &s, pfs),
-                    _ => tile::<8, $w, $pb>(kc, ap, b, ldb, rows, col, rb, res, &s, pfs),
-                }
-            };
-        }
-        // SAFETY: panel `p` of `a` and rows `8p ..` of `c`, of the row bias and of the
-        // residual are in range (contract); `rows.len()` is the tile height, and the narrow
-        // tile is used only when `nr ≤ 16`.
-        unsafe {
-            match (wide, pfb.is_null()) {
-                (true, true) => go!(true, false),
-                (true, false) => go!(true, true),
-                (false, _) => go!(false, false),
-            }
-        }
-    }
+#[inline]
+fn fma_f32(acc: __m512, a: __m512, b: __m512) -> __m512 {
+    _mm512_fmadd_ps(a, b, acc)
 }
 
-/// One row of C's tiles, `1 ≤ c.len() ≤ 8` rows: the A micro-panel `a` times `panels` B
-/// micro-panels 32 wide, panel `q` from `b + q·step` (row `k` at `+ k·ldb`), each tile stored
-/// at columns `col + 32q ..` as in [`kernel_column`]; `tail.col_bias`, when not null, holds
-/// the biases of all `32·panels` columns.
+/// `acc + a₀·b₀ + a₁·b₁` per 32-bit lane, over its two bfloat16 halves (`vdpbf16ps`, which
+/// reads bfloat16 subnormals as zero and flushes subnormal results, as its definition says).
+#[target_feature(enable = "avx512f,avx512bf16")]
+#[inline]
+fn dot_bf16(acc: __m512, a: __m512, b: __m512) -> __m512 {
+    // SAFETY: `__m512` and `__m512bh` are both 64 bytes, and every bit pattern is a valid value
+    // of either.
+    let (a, b): (__m512bh, __m512bh) = unsafe { (std::mem::transmute(a), std::mem::transmute(b)) };
+    _mm512_dpbf16_ps(acc, a, b)
+}
+
+/// Rounds `len` floats from `src` to bfloat16 (to nearest, ties to even; `vcvtne2ps2bf16`),
+/// two per 32-bit slot: slot `i` of `dst` holds `src[2i]` in its low half and `src[2i + 1]` in
+/// its high half, a missing last value zero; writes `⌈len/2⌉` slots.
 ///
 /// # Safety
-/// - The CPU supports AVX-512F.
-/// - `a` is readable for `kc * 8` floats, `b` for 32 floats from each `q·step + k·ldb`,
-///   `q < panels`, `k < kc`.
-/// - Every `c[r]` has `32·panels` floats from `col` on.
-/// - `tail.row_bias` is null or readable for `c.len()` floats; `tail.col_bias` null or
-///   readable for `32·panels` floats; `tail.residual` null or pointing to `c.len()` row
-///   slices, each with `32·panels` floats from `col` on.
-#[target_feature(enable = "avx512f")]
-#[allow(clippy::too_many_arguments)]
-pub(super) unsafe fn kernel_row(
-    kc: usize,
-    a: *const f32,
-    (b, ldb, step): (*const f32, usize, usize),
-    panels: usize,
-    c: &mut [&mut [f32]],
-    col: usize,
-    alpha: f32,
-    beta: f32,
-    tail: &RawTail,
-) {
-    // Each tile prefetches the next row's A micro-panel (from the outer caches once, then
-    // from L1).
-    let pfs = (a.wrapping_add(kc * MR), std::ptr::null());
-    for q in 0..panels {
-        let t = RawTail {
-            col_bias: if tail.col_bias.is_null() {
-                tail.col_bias
-            } else {
-                tail.col_bias.wrapping_add(32 * q)
-            },
-            ..*tail
-        };
-        // SAFETY: forwarded contract, for the 32 columns of panel `q`.
-        let s = unsafe { store_setup(32, alpha, beta, &t) };
-        let (bq, cq, rb, res) = (
-            b.wrapping_add(q * step),
-            col + 32 * q,
-            t.row_bias,
-            t.residual,
-        );
-        // SAFETY: panel `q` of `b` and columns `cq .. cq + 32` of every row, of the column
-        // bias and of the residual rows are in range (contract); `c.len()` is the tile height.
+/// The CPU supports AVX-512F and AVX512_BF16; `src` is readable for `len` floats and `dst`
+/// writable for `⌈len/2⌉`, not overlapping them.
+#[target_feature(enable = "avx512f,avx512bf16")]
+pub(super) unsafe fn bf16_pairs(src: *const f32, len: usize, dst: *mut f32) {
+    let mut i = 0;
+    while i + 32 <= len {
+        // SAFETY: floats `i .. i + 32` of `src` and slots `i/2 .. i/2 + 16` of `dst` are in
+        // range (contract).
         unsafe {
-            match c.len() {
-                1 => tile::<1, true, false>(kc, a, bq, ldb, c, cq, rb, res, &s, pfs),
-                2 => tile::<2, true, false>(kc, a, bq, ldb, c, cq, rb, res, &s, pfs),
-                3 => tile::<3, true, false>(kc, a, bq, ldb, c, cq, rb, res, &s, pfs),
-                4 => tile::<4, true, false>(kc, a, bq, ldb, c, cq, rb, res, &s, pfs),
-                5 => tile::<5, true, false>(kc, a, bq, ldb, c, cq, rb, res, &s, pfs),
-                6 => tile::<6, true, false>(kc, a, bq, ldb, c, cq, rb, res, &s, pfs),
-                7 => tile::<7, true, false>(kc, a, bq, ldb, c, cq, rb, res, &s, pfs),
-                _ => tile::<8, true, false>(kc, a, bq, ldb, c, cq, rb, res, &s, pfs),
-            }
+            let lo = _mm512_loadu_ps(src.add(i));
+            let hi = _mm512_loadu_ps(src.add(i + 16));
+            let v: __m512i = std::mem::transmute(_mm512_cvtne2ps_pbh(hi, lo));
+            _mm512_storeu_si512(dst.add(i / 2) as *mut __m512i, v);
+        }
+        i += 32;
+    }
+    let rest = len - i;
+    if rest > 0 {
+        let lanes = |n: usize| -> __mmask16 { ((1u32 << n.min(16)) - 1) as __mmask16 };
+        // SAFETY: the masks select floats `i .. len` of `src` and slots `i/2 .. ⌈len/2⌉` of
+        // `dst`, in range (contract); masked-off lanes are not accessed.
+        unsafe {
+            let lo = _mm512_maskz_loadu_ps(lanes(rest), src.add(i));
+            let hi = _mm512_maskz_loadu_ps(lanes(rest.saturating_sub(16)), src.wrapping_add(i + 16));
+            let v: __m512i = std::mem::transmute(_mm512_cvtne2ps_pbh(hi, lo));
+            _mm512_mask_storeu_epi32(dst.add(i / 2) as *mut i32, lanes(rest.div_ceil(2)), v);
         }
     }
 }

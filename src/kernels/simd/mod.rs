@@ -33,6 +33,17 @@ pub(crate) const fn nr(isa: Isa) -> usize {
     }
 }
 
+/// What the micro-tiles multiply.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Dot {
+    /// Float32 operands, one FMA per product.
+    F32,
+    /// Bfloat16 pairs: each 32-bit slot of the packed operands holds two consecutive values of
+    /// the shared dimension (the lower one in the low half), multiplied by AVX512_BF16's
+    /// `vdpbf16ps` into float32 sums (AVX-512 only; see [`crate::kernels::cpu::bf16_dot`]).
+    Bf16,
+}
+
 /// Largest `mr` of all ISAs (size of the row-pointer array).
 pub(crate) const MAX_MR: usize = 8;
 
@@ -121,9 +132,11 @@ impl<'a> RawTail<'a> {
 /// When `beta == 0` the old content of C is not read (NaN in C is ignored). The SIMD kernels
 /// do a whole column per call and apply the tail in registers; the portable one tile by tile,
 /// with the tail in a pass over the tile while it is in L1.
+///
+/// With [`Dot::Bf16`] (AVX-512 only) `a` and `b` hold bfloat16 pairs and `kc` counts pairs.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn micro_column(
-    isa: Isa,
+    (isa, dot): (Isa, Dot),
     kc: usize,
     a: &[f32],
     b: &[f32],
@@ -141,11 +154,18 @@ pub(crate) fn micro_column(
     assert!(kc == 0 || b.len() >= (kc - 1) * ldb + nr);
     assert!(a.len() >= m.div_ceil(mr) * kc * mr);
     check_rows_and_tail(rows, col, nr_eff, tail);
+    check_dot(isa, dot);
+    #[cfg(target_arch = "x86_64")]
+    if dot == Dot::Bf16 {
+        // No edge kernel for pairs: masked tiles take narrow columns.
+        simd_column((isa, dot), kc, a, b, ldb, rows, col, nr_eff, alpha, beta, tail);
+        return;
+    }
     #[cfg(target_arch = "x86_64")]
     if matches!(isa, Isa::Avx2Fma | Isa::Avx512) {
         let (tiles, edge) = edge_split(isa, nr_eff);
         if tiles > 0 {
-            simd_column(isa, kc, a, b, ldb, rows, col, tiles, alpha, beta, tail);
+            simd_column((isa, dot), kc, a, b, ldb, rows, col, tiles, alpha, beta, tail);
         }
         if edge > 0 {
             let t = TileTail {
@@ -169,6 +189,15 @@ pub(crate) fn micro_column(
     }
 }
 
+/// Panics unless `dot` is one the micro-kernels of `isa` do on this CPU: bfloat16 pairs only
+/// by AVX-512 with AVX512_BF16.
+fn check_dot(isa: Isa, dot: Dot) {
+    assert!(
+        dot == Dot::F32 || (isa == Isa::Avx512 && cpu::bf16_dot_hardware()),
+        "gemm: bfloat16 pairs need AVX-512 with AVX512_BF16"
+    );
+}
+
 /// Panics unless every row of C has `width` floats from `col` on and `tail` covers them: a
 /// bias per row, `width` column biases, a residual piece per row as long as the rows.
 fn check_rows_and_tail(rows: &[&mut [f32]], col: usize, width: usize, tail: &TileTail) {
@@ -188,10 +217,10 @@ fn check_rows_and_tail(rows: &[&mut [f32]], col: usize, width: usize, tail: &Til
 ///
 /// The A-outer order of a shallow product takes a row of tiles per call: its tiles are short
 /// (16 to 128 steps of k), and a call per tile spent a tenth of the time in the checks and
-/// set-up around the kernel.
+/// set-up around the kernel. [`Dot::Bf16`] as for [`micro_column`].
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn micro_row(
-    isa: Isa,
+    (isa, dot): (Isa, Dot),
     kc: usize,
     a: &[f32],
     (b, ldb, step): (&[f32], usize, usize),
@@ -209,16 +238,18 @@ pub(crate) fn micro_row(
     assert!(a.len() >= kc * mr);
     assert!(kc == 0 || panels == 0 || b.len() >= (panels - 1) * step + (kc - 1) * ldb + nr);
     check_rows_and_tail(rows, col, width, tail);
+    check_dot(isa, dot);
     #[cfg(target_arch = "x86_64")]
     if matches!(isa, Isa::Avx2Fma | Isa::Avx512) {
         assert_supported(isa);
         let raw = RawTail::of(tail);
-        let kernel = match isa {
-            Isa::Avx512 => avx512::kernel_row,
+        let kernel = match (isa, dot) {
+            (_, Dot::Bf16) => avx512::kernel_row_bf16,
+            (Isa::Avx512, _) => avx512::kernel_row,
             _ => avx2::kernel_row,
         };
-        // SAFETY: the CPU supports `isa` (checked); `a` holds kc·mr floats and `b` nr floats
-        // from each q·step + k·ldb, q < panels, k < kc; every row is a distinct `&mut` slice
+        // SAFETY: the CPU supports `isa`, and AVX512_BF16 for pairs (checked); `a` holds kc·mr
+        // floats (slots, for pairs) and `b` nr from each q·step + k·ldb, q < panels, k < kc; every row is a distinct `&mut` slice
         // with `panels·nr` floats from `col` on; the row bias holds a value per row, the column
         // bias `panels·nr` values and the residual a row slice per row with `panels·nr` floats
         // from `col` on (all checked above).
@@ -243,7 +274,7 @@ pub(crate) fn micro_row(
             ..*tail
         };
         micro_column(
-            isa,
+            (isa, dot),
             kc,
             a,
             &b[q * step..],
@@ -273,7 +304,7 @@ fn assert_supported(isa: Isa) {
 #[cfg(target_arch = "x86_64")]
 #[allow(clippy::too_many_arguments)]
 fn simd_column(
-    isa: Isa,
+    (isa, dot): (Isa, Dot),
     kc: usize,
     a: &[f32],
     b: &[f32],
@@ -287,11 +318,12 @@ fn simd_column(
 ) {
     assert_supported(isa);
     let raw = RawTail::of(tail);
-    let kernel = match isa {
-        Isa::Avx512 => avx512::kernel_column,
+    let kernel = match (isa, dot) {
+        (_, Dot::Bf16) => avx512::kernel_column_bf16,
+        (Isa::Avx512, _) => avx512::kernel_column,
         _ => avx2::kernel_column,
     };
-    // SAFETY: the CPU supports `isa` (checked); `a` holds ⌈rows/mr⌉·kc·mr floats and `b` nr
+    // SAFETY: the CPU supports `isa`, and AVX512_BF16 for pairs (checked by the caller); `a` holds ⌈rows/mr⌉·kc·mr floats and `b` nr
     // floats from each k·ldb, k < kc (checked by the caller); every row is a distinct `&mut` slice with `nr_eff ≤ nr` floats
     // from `col` on (checked by the caller); the row bias holds a value per row, the column
     // bias `nr_eff` values, and the residual a row slice per row of C, each with `nr_eff`
@@ -569,6 +601,36 @@ pub(crate) fn interleave_rows8(isa: Isa, rows: &[&[f32]; 8], dst: &mut [f32]) {
     }
 }
 
+/// Rounds `src` to bfloat16 (to nearest, ties to even; a NaN stays a NaN; a subnormal float
+/// becomes a zero of its sign, as `vcvtne2ps2bf16` does and as `vdpbf16ps` would read it)
+/// two values per 32-bit slot of `dst`: `dst[i]` holds `src[2i]` in its low half and
+/// `src[2i + 1]` in its high half, zeros past `src`'s end (the layout of the GEMM's bfloat16
+/// pairs, [`Dot::Bf16`]). By `vcvtne2ps2bf16` where the CPU has AVX512_BF16, else one value at
+/// a time.
+///
+/// # Panics
+/// If `src` has more than `2 · dst.len()` values.
+pub(crate) fn bf16_pairs(src: &[f32], dst: &mut [f32]) {
+    assert!(src.len() <= 2 * dst.len(), "bf16_pairs: short destination");
+    let (head, zeros) = dst.split_at_mut(src.len().div_ceil(2));
+    zeros.fill(0.0);
+    #[cfg(target_arch = "x86_64")]
+    if cpu::bf16_dot_hardware() {
+        // SAFETY: the CPU supports AVX-512F and AVX512_BF16 (checked); `head` holds
+        // ⌈src.len()/2⌉ slots, and is a `&mut` borrow, so disjoint from `src`.
+        unsafe { avx512::bf16_pairs(src.as_ptr(), src.len(), head.as_mut_ptr()) };
+        return;
+    }
+    let bits = |x: f32| {
+        let x = if x.is_subnormal() { 0.0f32.copysign(x) } else { x };
+        u32::from(half::bf16::from_f32(x).to_bits())
+    };
+    for (d, two) in head.iter_mut().zip(src.chunks(2)) {
+        let hi = two.get(1).map_or(0, |&x| bits(x));
+        *d = f32::from_bits(bits(two[0]) | hi << 16);
+    }
+}
+
 /// `iters` steps of independent FMA chains `acc = acc·a + b` in the widest registers of `isa`:
 /// `(the sum of all the chains' lanes, the flops done)`, or `None` for an ISA without FMA
 /// registers or that the CPU lacks. With `a = 1` every lane ends at `iters·b` (exact while
@@ -685,6 +747,56 @@ mod tests {
     /// `interleave_rows8` puts row `r`'s column `k` at `8k + r`, on every ISA the CPU has, for
     /// lengths around the 8-column transpose blocks (tails of 1 to 7 columns included), rows
     /// longer than used and rows that share one buffer.
+    /// `bf16_pairs` (by `vcvtne2ps2bf16` where the CPU has AVX512_BF16) against the `half`
+    /// crate's rounding, value by value: ties to even both ways, NaNs, infinities, signed
+    /// zeros, subnormals (zeros of their sign) and the largest finite values, at every length
+    /// to 70 (full and masked vectors, odd lengths with a half-empty last slot, zeros after
+    /// it).
+    #[test]
+    fn bf16_pairs_round_to_nearest_even() {
+        use half::bf16;
+        let special = [
+            1.0 + 2f32.powi(-8),
+            1.0 + 3.0 * 2f32.powi(-8),
+            -(1.0 + 2f32.powi(-8) + 2f32.powi(-20)),
+            f32::NAN,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            -0.0,
+            f32::MAX,
+            1e-39,
+            -3e-42,
+            f32::MIN_POSITIVE,
+        ];
+        let src: Vec<f32> = (0..70)
+            .map(|i| special.get(i % 17).copied().unwrap_or(i as f32 * 0.37 - 9.1))
+            .collect();
+        for len in 0..=70 {
+            let mut dst = vec![f32::NAN; 36];
+            super::bf16_pairs(&src[..len], &mut dst);
+            for (i, d) in dst.iter().enumerate() {
+                let bits = d.to_bits();
+                for (half_at, shift) in [(2 * i, 0), (2 * i + 1, 16)] {
+                    let got = bf16::from_bits((bits >> shift) as u16);
+                    match src[..len].get(half_at) {
+                        Some(&x) if x.is_nan() => assert!(got.is_nan(), "len {len} [{half_at}]"),
+                        Some(&x) if x.is_subnormal() => assert_eq!(
+                            got.to_bits(),
+                            bf16::from_f32(0.0f32.copysign(x)).to_bits(),
+                            "len {len} [{half_at}] of {x:e}"
+                        ),
+                        Some(&x) => assert_eq!(
+                            got.to_bits(),
+                            bf16::from_f32(x).to_bits(),
+                            "len {len} [{half_at}] of {x:e}"
+                        ),
+                        None => assert_eq!(got.to_bits(), 0, "len {len} [{half_at}] past the end"),
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn interleave_rows8_is_a_k_major_panel() {
         use crate::kernels::cpu::{self, Isa};
