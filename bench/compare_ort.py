@@ -438,6 +438,30 @@ def float16_of(builder):
     return build
 
 
+def bfloat16_of(builder):
+    """The model of `builder` in bfloat16: its float32 weights rounded to bfloat16 (to nearest,
+    ties to even), its float inputs and outputs (and declared intermediate values) typed
+    bfloat16."""
+    def build():
+        model = builder()
+        g = model.graph
+        for i, init in enumerate(g.initializer):
+            if init.data_type == TensorProto.FLOAT:
+                bits = numpy_helper.to_array(init).astype(np.float32).view(np.uint32)
+                rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+                t = TensorProto()
+                t.name = init.name
+                t.data_type = TensorProto.BFLOAT16
+                t.dims.extend(init.dims)
+                t.raw_data = rounded.tobytes()
+                g.initializer[i].CopyFrom(t)
+        for v in list(g.input) + list(g.output) + list(g.value_info):
+            if v.type.tensor_type.elem_type == TensorProto.FLOAT:
+                v.type.tensor_type.elem_type = TensorProto.BFLOAT16
+        return model
+    return build
+
+
 BUILDERS = {
     "resnet50": (resnet50_model, True),
     "mobilenetv2": (mobilenetv2_model, True),
@@ -450,6 +474,8 @@ BUILDERS = {
     "resnet50_f16": (float16_of(resnet50_model), True),
     "mobilenetv2_f16": (float16_of(mobilenetv2_model), True),
     "bert2_f16": (float16_of(bert2_model), True),
+    "bert2_bf16": (bfloat16_of(bert2_model), True),
+    "matmul1024_bf16": (bfloat16_of(matmul1024_model), False),
 }
 DEFAULT_MODELS = ["resnet50", "mobilenetv2", "bert2", "matmul1024", "conv3x3"]
 

@@ -121,7 +121,8 @@ impl BuildEnv<'_> {
             (Some(w), Some(h)) => w.infos(inputs, h),
             _ => inputs,
         };
-        let ctx = BuildCtx::new(node, index, self.graph.opset, inputs, Some(self.weights));
+        let mut ctx = BuildCtx::new(node, index, self.graph.opset, inputs, Some(self.weights));
+        ctx.half = half;
         let result = (def.build)(&ctx);
         let reads = ctx.content_reads();
         let wants_run_time_data = ctx.wants_run_time_data();

@@ -93,7 +93,8 @@ pub fn pack_gemm_weights(graph: &mut Graph, cache: &WeightCache) -> Result<()> {
             continue;
         }
         for &(at, _) in uses {
-            crate::ops::prepack_weight(&graph.nodes[at], id, weight, cache)?;
+            let origin = (id, graph.values[id].widened_from);
+            crate::ops::prepack_weight(&graph.nodes[at], origin, weight, cache)?;
         }
         let shape = weight.shape.clone();
         let value = &mut graph.values[id];

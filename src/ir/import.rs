@@ -202,6 +202,7 @@ fn import_graph(
             declared: decl,
             constant: None,
             packed_only: None,
+            widened_from: None,
         });
         by_name.insert(name.to_string(), values.len() - 1);
         Ok(values.len() - 1)
@@ -237,6 +238,7 @@ fn import_graph(
             declared: o.declared.clone(),
             constant: o.constant.clone(),
             packed_only: None,
+            widened_from: None,
         });
         let id = values.len() - 1;
         by_name.insert(o.name.clone(), id);

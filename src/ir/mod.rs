@@ -153,6 +153,10 @@ pub struct ValueInfo {
     /// (packed GEMM panels in the executable's weight cache): `constant` was dropped once they
     /// were made, so the weight is not resident twice. `None` for every other value.
     pub packed_only: Option<Vec<usize>>,
+    /// The half-precision type of a weight widened to float32 at load (`exec::fuse`, whose
+    /// readers all compute in float32): its values are exactly those of that type. `None`
+    /// for every other value.
+    pub widened_from: Option<DataType>,
 }
 
 /// The imported graph.

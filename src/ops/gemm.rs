@@ -8,6 +8,7 @@ use crate::error::{Error, Result, Status};
 use crate::exec::WeightCache;
 use crate::ir::{Attr, DataType, Node, Tensor, ValueId};
 use crate::kernels::activation::Activation;
+use crate::kernels::cpu;
 use crate::kernels::gemm::{sgemm_ep, sgemm_packed, Bias, Epilogue, MatRef, PackedB};
 use std::sync::Arc;
 
@@ -64,24 +65,49 @@ struct GemmKernel {
 }
 
 /// The weight-cache tag of a constant B (`k × n` after its transpose, if `trans_b`) packed for
-/// a GEMM: the same for `Gemm` and `MatMul` (`trans_b` false), whose packings are identical.
-fn packed_b_tag(k: usize, n: usize, trans_b: bool) -> String {
-    format!("gemm-b k{k} n{n} t{trans_b}")
+/// a GEMM: the same for `Gemm` and `MatMul` (`trans_b` false), whose packings are identical;
+/// `pairs`: packed as bfloat16 pairs.
+fn packed_b_tag(k: usize, n: usize, trans_b: bool, pairs: bool) -> String {
+    let form = if pairs { " bf16" } else { "" };
+    format!("gemm-b k{k} n{n} t{trans_b}{form}")
+}
+
+/// Whether a constant B of a node of half-precision type `half` (`None`: float32) is packed
+/// as bfloat16 pairs: for bfloat16 nodes where the CPU multiplies them (AVX512_BF16;
+/// `PackedB::bf16_pairs`). The product then rounds A to bfloat16 as it packs it (A is a
+/// bfloat16 value of the model, though an earlier node may have left it in float32), and does
+/// twice the work per instruction.
+fn packs_pairs(half: Option<DataType>) -> bool {
+    half == Some(DataType::BF16) && cpu::bf16_dot()
+}
+
+/// `data` (B, `k × n` after its transpose, if `trans_b`) packed for the GEMM, as bfloat16 pairs
+/// when `pairs`.
+fn pack_b(data: &[f32], (k, n, trans_b): (usize, usize, bool), pairs: bool) -> Result<PackedB> {
+    let b = mat(&data[..k * n], k, n, trans_b);
+    if !pairs {
+        return Ok(PackedB::new(b));
+    }
+    PackedB::bf16_pairs(b).ok_or_else(|| Error::new(Status::InternalError, "no AVX512_BF16"))
 }
 
 /// B prepacked (`k × n` after its transpose, if `trans_b`), shared by every plan of the graph:
 /// packed from its data when it is a constant, found packed when it is a weight held only in
-/// packed form (`ValueInfo::packed_only`); `None` when B is known only at run time.
+/// packed form (`ValueInfo::packed_only`); `None` when B is known only at run time. A bfloat16
+/// node's B is in bfloat16 pairs where [`packs_pairs`] says so.
 pub(super) fn prepacked_b(
     ctx: &BuildCtx,
     b: &InputInfo,
     (k, n, trans_b): (usize, usize, bool),
 ) -> Result<Option<Arc<PackedB>>> {
-    let tag = packed_b_tag(k, n, trans_b);
+    let pairs = packs_pairs(ctx.half);
+    let tag = packed_b_tag(k, n, trans_b, pairs);
     match (b.constant, b.weight) {
-        (Some(t), _) => Ok(Some(ctx.prepared(1, &tag, || {
-            Ok(PackedB::new(mat(&t.as_f32()?[..k * n], k, n, trans_b)))
-        })?)),
+        (Some(t), _) => {
+            Ok(Some(ctx.prepared(1, &tag, || {
+                pack_b(t.as_f32()?, (k, n, trans_b), pairs)
+            })?))
+        }
         (None, Some(_)) => Ok(Some(ctx.prepared(1, &tag, || {
             Err(ctx.err(
                 Status::InternalError,
@@ -105,11 +131,12 @@ pub fn packs_weight(node: &Node, input: usize) -> bool {
         }
 }
 
-/// Packs `weight` (graph value `id`, a float32 matrix) into `cache` as `node`'s builds will ask
-/// for it, ahead of planning (see [`packs_weight`]).
+/// Packs `weight` (graph value `id`, a float32 matrix; `widened_from`: the half-precision type
+/// it was widened from at load, which is then `node`'s type) into `cache` as `node`'s builds
+/// will ask for it, ahead of planning (see [`packs_weight`]).
 pub fn prepack_weight(
     node: &Node,
-    id: ValueId,
+    (id, widened_from): (ValueId, Option<DataType>),
     weight: &Tensor,
     cache: &WeightCache,
 ) -> Result<()> {
@@ -126,8 +153,9 @@ pub fn prepack_weight(
     };
     let (k, n) = if trans_b { (cols, rows) } else { (rows, cols) };
     let data = weight.as_f32()?;
-    cache.get_or_make(id, &packed_b_tag(k, n, trans_b), || {
-        Ok(PackedB::new(mat(data, k, n, trans_b)))
+    let pairs = packs_pairs(widened_from);
+    cache.get_or_make(id, &packed_b_tag(k, n, trans_b, pairs), || {
+        pack_b(data, (k, n, trans_b), pairs)
     })?;
     Ok(())
 }

@@ -50,6 +50,10 @@ pub struct BuildCtx<'a> {
     pub inputs: Vec<Option<InputInfo<'a>>>,
     /// The graph's cache of prepared weights, shared by all plans.
     pub weights: Option<&'a WeightCache>,
+    /// The half-precision type of a node built through its float32 kernels (`ops::widen`):
+    /// its inputs arrive widened to float32, and a kernel may still use that type's own
+    /// arithmetic where the CPU has it (bfloat16 products, `gemm::PackedB::bf16_pairs`).
+    pub half: Option<DataType>,
     /// Bit `i` is set when the build read the contents of input `i` through
     /// [`BuildCtx::const_input`] (bit 63 stands for every input from 63 on).
     reads: Cell<u64>,
@@ -72,6 +76,7 @@ impl<'a> BuildCtx<'a> {
             opset,
             inputs,
             weights,
+            half: None,
             reads: Cell::new(0),
             wants_run_time_data: Cell::new(false),
         }

@@ -55,6 +55,7 @@ pub(super) fn widen_half_weights(g: &mut Graph) {
         }
         if let Ok(wide) = ops::widen::widen(t) {
             g.values[id].constant = Some(Arc::new(wide));
+            g.values[id].widened_from = Some(half);
             if let Some(d) = g.values[id].declared.as_mut() {
                 d.dtype = DataType::F32;
             }

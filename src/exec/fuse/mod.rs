@@ -227,6 +227,7 @@ fn add_constant(g: &mut Graph, name: String, t: Tensor) -> ValueId {
         declared: None,
         constant: Some(Arc::new(t)),
         packed_only: None,
+        widened_from: None,
     });
     g.values.len() - 1
 }

@@ -641,7 +641,18 @@ fn run_task(
                     let j = jc + t.j0;
                     let rs = (t.i0 + r0, t.residual.get(r0..r1).unwrap_or(&[]));
                     let tail = tile_tail(ep, rs, j..j + full * nr, clamp, &[]);
-                    simd::micro_row((isa, dot), kc, a_task, b_row, rows, 0, full, alpha, beta, &tail);
+                    simd::micro_row(
+                        (isa, dot),
+                        kc,
+                        a_task,
+                        b_row,
+                        rows,
+                        0,
+                        full,
+                        alpha,
+                        beta,
+                        &tail,
+                    );
                     apply_rest(isa, rest, rows, 0..full * nr);
                     full
                 }
@@ -677,7 +688,17 @@ fn run_task(
                 let rs = (t.i0 + r0, t.residual.get(r0..r1).unwrap_or(&[]));
                 let tail = tile_tail(ep, rs, j..j + nr_eff, clamp, next_b);
                 simd::micro_column(
-                    (isa, dot), kc, a_rows, b_micro, ldb, rows, col, nr_eff, alpha, beta, &tail,
+                    (isa, dot),
+                    kc,
+                    a_rows,
+                    b_micro,
+                    ldb,
+                    rows,
+                    col,
+                    nr_eff,
+                    alpha,
+                    beta,
+                    &tail,
                 );
                 apply_rest(isa, rest, rows, col..col + nr_eff);
             };

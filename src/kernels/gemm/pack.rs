@@ -248,7 +248,11 @@ pub(super) fn pack_b_pairs(nr: usize, b: &MatRef, k0: usize, kc: usize, dst: &mu
             let k = 2 * (k0 + kk);
             for (j, v) in two_rows.chunks_exact_mut(2).take(cols).enumerate() {
                 v[0] = b.at(k, j0 + j);
-                v[1] = if k + 1 < b.rows { b.at(k + 1, j0 + j) } else { 0.0 };
+                v[1] = if k + 1 < b.rows {
+                    b.at(k + 1, j0 + j)
+                } else {
+                    0.0
+                };
             }
             simd::bf16_pairs(&two_rows[..2 * cols], &mut d[..cols]);
         }

@@ -649,7 +649,14 @@ fn bf16_pairs_products() {
             ),
         ] {
             let mut want = c0.clone();
-            reference::gemm_ref(alpha, &arm, &MatRef::row_major(&br, k, n), beta, &mut want, ldc);
+            reference::gemm_ref(
+                alpha,
+                &arm,
+                &MatRef::row_major(&br, k, n),
+                beta,
+                &mut want,
+                ldc,
+            );
             for i in 0..m {
                 for j in 0..n {
                     let v = &mut want[i * ldc + j];
@@ -690,5 +697,5 @@ fn bf16_pairs_round_their_operands() {
     assert_eq!(c, [7.0, 1.015625]);
     let mut f = [0.0; 2];
     sgemm(1.0, am, MatRef::row_major(&b, 3, 2), 0.0, &mut f, 2);
-    assert_eq!(f, [7.00390625, 1.01171875]);
+    assert_eq!(f, [7.0 + 2f32.powi(-8), 1.0 + 3.0 * 2f32.powi(-8)]);
 }

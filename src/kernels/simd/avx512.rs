@@ -192,7 +192,8 @@ macro_rules! gemm_kernels {
                         let q0 = (*res.add(i)).as_ptr().wrapping_add(col);
                         r0 = _mm512_add_ps(r0, _mm512_maskz_loadu_ps(s.m0, q0));
                         if W2 {
-                            r1 = _mm512_add_ps(r1, _mm512_maskz_loadu_ps(s.m1, q0.wrapping_add(16)));
+                            r1 =
+                                _mm512_add_ps(r1, _mm512_maskz_loadu_ps(s.m1, q0.wrapping_add(16)));
                         }
                     }
                 }
@@ -378,7 +379,12 @@ fn fma_f32(acc: __m512, a: __m512, b: __m512) -> __m512 {
 fn dot_bf16(acc: __m512, a: __m512, b: __m512) -> __m512 {
     // SAFETY: `__m512` and `__m512bh` are both 64 bytes, and every bit pattern is a valid value
     // of either.
-    let (a, b): (__m512bh, __m512bh) = unsafe { (std::mem::transmute(a), std::mem::transmute(b)) };
+    let (a, b): (__m512bh, __m512bh) = unsafe {
+        (
+            std::mem::transmute::<__m512, __m512bh>(a),
+            std::mem::transmute::<__m512, __m512bh>(b),
+        )
+    };
     _mm512_dpbf16_ps(acc, a, b)
 }
 
@@ -410,7 +416,8 @@ pub(super) unsafe fn bf16_pairs(src: *const f32, len: usize, dst: *mut f32) {
         // `dst`, in range (contract); masked-off lanes are not accessed.
         unsafe {
             let lo = _mm512_maskz_loadu_ps(lanes(rest), src.add(i));
-            let hi = _mm512_maskz_loadu_ps(lanes(rest.saturating_sub(16)), src.wrapping_add(i + 16));
+            let hi =
+                _mm512_maskz_loadu_ps(lanes(rest.saturating_sub(16)), src.wrapping_add(i + 16));
             let v: __m512i = std::mem::transmute(_mm512_cvtne2ps_pbh(hi, lo));
             _mm512_mask_storeu_epi32(dst.add(i / 2) as *mut i32, lanes(rest.div_ceil(2)), v);
         }

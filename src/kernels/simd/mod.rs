@@ -158,14 +158,38 @@ pub(crate) fn micro_column(
     #[cfg(target_arch = "x86_64")]
     if dot == Dot::Bf16 {
         // No edge kernel for pairs: masked tiles take narrow columns.
-        simd_column((isa, dot), kc, a, b, ldb, rows, col, nr_eff, alpha, beta, tail);
+        simd_column(
+            (isa, dot),
+            kc,
+            a,
+            b,
+            ldb,
+            rows,
+            col,
+            nr_eff,
+            alpha,
+            beta,
+            tail,
+        );
         return;
     }
     #[cfg(target_arch = "x86_64")]
     if matches!(isa, Isa::Avx2Fma | Isa::Avx512) {
         let (tiles, edge) = edge_split(isa, nr_eff);
         if tiles > 0 {
-            simd_column((isa, dot), kc, a, b, ldb, rows, col, tiles, alpha, beta, tail);
+            simd_column(
+                (isa, dot),
+                kc,
+                a,
+                b,
+                ldb,
+                rows,
+                col,
+                tiles,
+                alpha,
+                beta,
+                tail,
+            );
         }
         if edge > 0 {
             let t = TileTail {
@@ -622,7 +646,11 @@ pub(crate) fn bf16_pairs(src: &[f32], dst: &mut [f32]) {
         return;
     }
     let bits = |x: f32| {
-        let x = if x.is_subnormal() { 0.0f32.copysign(x) } else { x };
+        let x = if x.is_subnormal() {
+            0.0f32.copysign(x)
+        } else {
+            x
+        };
         u32::from(half::bf16::from_f32(x).to_bits())
     };
     for (d, two) in head.iter_mut().zip(src.chunks(2)) {
@@ -769,7 +797,12 @@ mod tests {
             f32::MIN_POSITIVE,
         ];
         let src: Vec<f32> = (0..70)
-            .map(|i| special.get(i % 17).copied().unwrap_or(i as f32 * 0.37 - 9.1))
+            .map(|i| {
+                special
+                    .get(i % 17)
+                    .copied()
+                    .unwrap_or(i as f32 * 0.37 - 9.1)
+            })
             .collect();
         for len in 0..=70 {
             let mut dst = vec![f32::NAN; 36];
