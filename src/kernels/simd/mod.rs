@@ -156,26 +156,8 @@ pub(crate) fn micro_column(
     check_rows_and_tail(rows, col, nr_eff, tail);
     check_dot(isa, dot);
     #[cfg(target_arch = "x86_64")]
-    if dot == Dot::Bf16 {
-        // No edge kernel for pairs: masked tiles take narrow columns.
-        simd_column(
-            (isa, dot),
-            kc,
-            a,
-            b,
-            ldb,
-            rows,
-            col,
-            nr_eff,
-            alpha,
-            beta,
-            tail,
-        );
-        return;
-    }
-    #[cfg(target_arch = "x86_64")]
     if matches!(isa, Isa::Avx2Fma | Isa::Avx512) {
-        let (tiles, edge) = edge_split(isa, nr_eff);
+        let (tiles, edge) = edge_split(isa, dot, nr_eff);
         if tiles > 0 {
             simd_column(
                 (isa, dot),
@@ -371,11 +353,12 @@ fn simd_column(
 /// How a column of C `nr_eff` wide splits between the ISA's register tiles and edge columns
 /// ([`edge_column`]): `(tile columns, edge columns)`. AVX-512's tiles compute 16-lane halves,
 /// so a column of at most 8, or a half plus at most 8, leaves those last columns to the edge
-/// kernel, which costs about an eighth of a half tile per column.
-fn edge_split(isa: Isa, nr_eff: usize) -> (usize, usize) {
-    match (isa, nr_eff) {
-        (Isa::Avx512, 1..=8) => (0, nr_eff),
-        (Isa::Avx512, 17..=24) => (16, nr_eff - 16),
+/// kernel, which costs about an eighth of a half tile per column. Bfloat16 pairs have no edge
+/// kernel: their masked tiles take every column.
+fn edge_split(isa: Isa, dot: Dot, nr_eff: usize) -> (usize, usize) {
+    match (isa, dot, nr_eff) {
+        (Isa::Avx512, Dot::F32, 1..=8) => (0, nr_eff),
+        (Isa::Avx512, Dot::F32, 17..=24) => (16, nr_eff - 16),
         _ => (nr_eff, 0),
     }
 }
