@@ -19,6 +19,7 @@
 //! - [`scratch`]: scratch buffers kept between calls (no allocation once warm), cache-line
 //!   aligned ([`aligned::AlignedVec`]).
 //! - [`softmax`]: softmax / log-softmax along an axis.
+//! - [`layer_norm`]: layer normalization of rows, statistics in float64.
 //! - [`transpose`]: N-D axis permutation.
 //! - [`activation`]: [`activation::Activation`] (Relu, LeakyRelu, Clip, Sigmoid, Tanh, Erf, Gelu).
 //! - [`reference`](mod@reference): naive oracles of all of the above, for tests.
@@ -40,6 +41,7 @@ pub mod cpu;
 mod depthwise;
 pub mod elementwise;
 pub mod gemm;
+pub mod layer_norm;
 pub mod peak;
 pub mod pool;
 pub mod reference;

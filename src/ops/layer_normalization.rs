@@ -48,8 +48,9 @@ impl LayerNormKernel {
     }
 
     /// The common case without temporaries: float32, Scale and B of the normalised shape (B
-    /// possibly omitted), no Mean or InvStdDev output. The same arithmetic as
-    /// [`LayerNormKernel::compute`].
+    /// possibly omitted), no Mean or InvStdDev output, by the vectorised kernel
+    /// (`kernels::layer_norm`). The arithmetic of [`LayerNormKernel::compute`], its sums
+    /// taken in another order.
     fn compute_f32_rows(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor]) -> Result<bool> {
         use crate::ir::DataType::F32;
         let f32_input = |i: usize| {
@@ -77,33 +78,7 @@ impl LayerNormKernel {
         if inner == 0 {
             return Ok(true);
         }
-        let eps = self.epsilon;
-        y.par_chunks_mut(inner)
-            .zip(x.par_chunks(inner))
-            .for_each(|(yr, xr)| {
-                let n = inner as f64;
-                let mean = xr.iter().map(|&v| f64::from(v)).sum::<f64>() / n;
-                let var = xr
-                    .iter()
-                    .map(|&v| (f64::from(v) - mean).powi(2))
-                    .sum::<f64>()
-                    / n;
-                let inv = 1.0 / (var + eps).sqrt();
-                let norm = |v: f32, g: f32| (f64::from(v) - mean) * inv * f64::from(g);
-                let rows = yr.iter_mut().zip(xr).zip(scale);
-                match bias {
-                    Some(bias) => {
-                        for (((o, &v), &g), &b) in rows.zip(bias) {
-                            *o = (norm(v, g) + f64::from(b)) as f32;
-                        }
-                    }
-                    None => {
-                        for ((o, &v), &g) in rows {
-                            *o = (norm(v, g) + 0.0) as f32;
-                        }
-                    }
-                }
-            });
+        crate::kernels::layer_norm::layer_norm_rows(x, scale, bias, self.epsilon, y);
         Ok(true)
     }
 
