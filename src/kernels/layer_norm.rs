@@ -37,7 +37,7 @@ pub fn layer_norm_rows_isa(
     y: &mut [f32],
 ) {
     let inner = scale.len();
-    assert!(x.len() == y.len() && (inner == 0 || x.len() % inner == 0));
+    assert!(x.len() == y.len() && (inner == 0 || x.len().is_multiple_of(inner)));
     assert!(bias.is_none_or(|b| b.len() == inner));
     if inner == 0 {
         return;
