@@ -312,7 +312,7 @@ pub(super) fn gemm(
                         (isa, dot),
                         t,
                         kc,
-                        a_pan,
+                        (a_pan, 0),
                         b_pan,
                         alpha,
                         beta_eff,
@@ -483,8 +483,17 @@ fn gemm_whole_k(
         _ => mat_b.as_ref().map(|s| s as &dyn PanelSource),
     };
     let (m_pad, n_pad) = (m.div_ceil(mr) * mr, n.div_ceil(nr) * nr);
+    // A streamed B is packed by every task that uses its columns: the tasks split only the
+    // columns where there are enough of them.
+    let block = match stream {
+        Some(_) => task_grid(m, n, mr, nr, 3 * threads),
+        None => whole_k_grid(m, n, (mr, nr), threads),
+    };
+    // When the tasks split only the rows, each packs its own rows of A one K block at a time,
+    // just before its tiles use them (then in L2), rather than all of A first (then in L3).
+    let a_per_task = matches!(a, Src::Mat(_)) && block.1 >= n;
     let mut a_buf = match a {
-        Src::Mat(_) => scratch::take(m_pad * k),
+        Src::Mat(_) if !a_per_task => scratch::take(m_pad * k),
         _ => AlignedVec::default(),
     };
     let mut b_buf = match b_src {
@@ -494,7 +503,7 @@ fn gemm_whole_k(
 
     // 1. Pack: every micro-panel of both operands in one parallel region.
     let pack_a_all = || {
-        if let Src::Mat(v) = a {
+        if let (Src::Mat(v), false) = (a, a_per_task) {
             pack_panels(
                 &mut a_buf[..m_pad * k],
                 (k, kcb),
@@ -521,6 +530,7 @@ fn gemm_whole_k(
     // in the prepacked layouts as in the buffers.
     let a_full: &[f32] = match a {
         Src::PackedA(p) => &p.data,
+        _ if a_per_task => &[],
         _ => &a_buf[..m_pad * k],
     };
     let b_full: &[f32] = match b {
@@ -530,9 +540,23 @@ fn gemm_whole_k(
         _ => &b_buf[..k * n_pad],
     };
     let run = |t: &mut Task| {
+        let panels = t.rows.len().div_ceil(mr);
+        let mut own = match a {
+            Src::Mat(_) if a_per_task => scratch::take(panels * mr * kcb.min(k)),
+            _ => AlignedVec::default(),
+        };
         for k0 in (0..k).step_by(kcb) {
             let kc = kcb.min(k - k0);
-            let a_pan = &a_full[k0 * m_pad..(k0 + kc) * m_pad];
+            let a_pan = match a {
+                Src::Mat(v) if a_per_task => {
+                    let first = t.i0 / mr;
+                    for (q, dst) in own.chunks_exact_mut(kc * mr).take(panels).enumerate() {
+                        pack_a_panel((isa, dot), &v, k0, kc, first + q, dst);
+                    }
+                    (&own[..panels * kc * mr], t.i0)
+                }
+                _ => (&a_full[k0 * m_pad..(k0 + kc) * m_pad], 0),
+            };
             let b_pan = match (b, stream) {
                 (_, Some(src)) => BBlock::Stream { src, k0 },
                 (Src::Mat(v), _) if direct_b => BBlock::Direct {
@@ -555,12 +579,7 @@ fn gemm_whole_k(
                 last.then_some(ep),
             );
         }
-    };
-    // A streamed B is packed by every task that uses its columns: the tasks split only the
-    // columns where there are enough of them.
-    let block = match stream {
-        Some(_) => task_grid(m, n, mr, nr, 3 * threads),
-        None => whole_k_grid(m, n, (mr, nr), threads),
+        scratch::give(own);
     };
     let grid = Grid {
         m,
@@ -575,13 +594,14 @@ fn gemm_whole_k(
 }
 
 /// Runs the micro-kernels of one task (see [`Task`]) of a block of C starting at column `jc`,
-/// whose rows are `ldc` apart; `ep` is `Some` on the last `KC` block.
+/// whose rows are `ldc` apart; `ep` is `Some` on the last `KC` block. `a_pan` holds the packed
+/// A micro-panels of the K block from row `a_row0` on (a multiple of `mr`).
 #[allow(clippy::too_many_arguments)]
 fn run_task(
     (isa, dot): (Isa, Dot),
     t: &mut Task,
     kc: usize,
-    a_pan: &[f32],
+    (a_pan, a_row0): (&[f32], usize),
     b_pan: BBlock,
     alpha: f32,
     beta: f32,
@@ -626,7 +646,7 @@ fn run_task(
     let row_step = if rows_outer { mr } else { n_rows.max(1) };
     for r0 in (0..n_rows).step_by(row_step) {
         let r1 = (r0 + row_step).min(n_rows);
-        let a_task = &a_pan[((t.i0 + r0) / mr) * kc * mr..];
+        let a_task = &a_pan[((t.i0 + r0 - a_row0) / mr) * kc * mr..];
         // A-outer order: the full micro-panels of the row block in one call.
         let full = if rows_outer {
             let full = width / nr;

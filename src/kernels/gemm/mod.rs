@@ -18,7 +18,8 @@
 //!
 //! When several threads share the work and the operands to pack fit the per-thread buffers, the
 //! parallel driver instead packs every micro-panel of both operands in one parallel region and
-//! runs each task over all K blocks in a second one (two fork-joins per GEMM).
+//! runs each task over all K blocks in a second one (two fork-joins per GEMM); where its tasks
+//! split only the rows of C, each task packs its own rows of A, one K block at a time.
 //!
 //! Tiny problems run on the calling thread (no rayon overhead). Packing buffers are cached per
 //! thread between calls. A B operand can also be generated on the fly while packing (the
