@@ -17,6 +17,7 @@ export CI="${CI:-1}"
 if [ -z "${ONNXIFI_RUST_REQUIRE_ISA:-}" ] && [ -r /proc/cpuinfo ]; then
   flags=$(grep -m1 '^flags' /proc/cpuinfo || true)
   case " $flags " in
+    *" avx512f "*" avx512_bf16 "*) export ONNXIFI_RUST_REQUIRE_ISA=avx512,avx2,avx512bf16 ;;
     *" avx512f "*) export ONNXIFI_RUST_REQUIRE_ISA=avx512,avx2 ;;
     *" avx2 "*" fma "* | *" fma "*" avx2 "*) export ONNXIFI_RUST_REQUIRE_ISA=avx2 ;;
   esac

@@ -96,6 +96,13 @@ pub fn test_isas() -> Vec<Isa> {
     if let Ok(req) = std::env::var("ONNXIFI_RUST_REQUIRE_ISA") {
         for want in req.split(',').map(str::trim).filter(|s| !s.is_empty()) {
             let isa = match want {
+                "avx512bf16" => {
+                    assert!(
+                        bf16_dot_hardware(),
+                        "ONNXIFI_RUST_REQUIRE_ISA={req}: this CPU lacks AVX512_BF16"
+                    );
+                    continue;
+                }
                 "avx512" => Isa::Avx512,
                 "avx2" | "avx2fma" | "avx2+fma" => Isa::Avx2Fma,
                 "portable" => Isa::Portable,
@@ -112,6 +119,19 @@ pub fn test_isas() -> Vec<Isa> {
         .into_iter()
         .filter(|&i| supported(i))
         .collect()
+}
+
+/// Whether the tests should exercise the bfloat16 dot-product GEMM ([`bf16_dot`]); panics when
+/// `ONNXIFI_RUST_REQUIRE_ISA` names `avx512bf16` and the GEMM would not use it.
+pub fn test_bf16_dot() -> bool {
+    let required = std::env::var("ONNXIFI_RUST_REQUIRE_ISA")
+        .is_ok_and(|req| req.split(',').any(|w| w.trim() == "avx512bf16"));
+    assert!(
+        !required || bf16_dot(),
+        "ONNXIFI_RUST_REQUIRE_ISA names avx512bf16, but the GEMM does not use it"
+    );
+    test_isas();
+    bf16_dot()
 }
 
 /// Returns `isa` if the CPU supports it; panics when a required ISA is missing (see [`test_isas`]).
