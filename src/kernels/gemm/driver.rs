@@ -609,6 +609,10 @@ fn run_task(
     ep: Option<&Epilogue>,
 ) {
     let (mr, nr) = tile_size(isa);
+    assert!(
+        a_row0.is_multiple_of(mr) && a_row0 <= t.i0,
+        "gemm: A panels of another task"
+    );
     let ep = ep.filter(|e| !e.is_none());
     // Relu and Clip are clamps the micro-tile applies with the biases; other activations run
     // over the stored tile.

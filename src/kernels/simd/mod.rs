@@ -255,8 +255,8 @@ pub(crate) fn micro_row(
             _ => avx2::kernel_row,
         };
         // SAFETY: the CPU supports `isa`, and AVX512_BF16 for pairs (checked); `a` holds kc·mr
-        // floats (slots, for pairs) and `b` nr from each q·step + k·ldb, q < panels, k < kc; every row is a distinct `&mut` slice
-        // with `panels·nr` floats from `col` on; the row bias holds a value per row, the column
+        // floats (slots, for pairs) and `b` nr from each q·step + k·ldb, q < panels, k < kc;
+        // every row is a distinct `&mut` slice with `panels·nr` floats from `col` on; the row bias holds a value per row, the column
         // bias `panels·nr` values and the residual a row slice per row with `panels·nr` floats
         // from `col` on (all checked above).
         unsafe {
@@ -329,11 +329,12 @@ fn simd_column(
         (Isa::Avx512, _) => avx512::kernel_column,
         _ => avx2::kernel_column,
     };
-    // SAFETY: the CPU supports `isa`, and AVX512_BF16 for pairs (checked by the caller); `a` holds ⌈rows/mr⌉·kc·mr floats and `b` nr
-    // floats from each k·ldb, k < kc (checked by the caller); every row is a distinct `&mut` slice with `nr_eff ≤ nr` floats
-    // from `col` on (checked by the caller); the row bias holds a value per row, the column
-    // bias `nr_eff` values, and the residual a row slice per row of C, each with `nr_eff`
-    // floats from `col` on (checked by the caller).
+    // SAFETY: the CPU supports `isa` (checked), and AVX512_BF16 for pairs; `a` holds
+    // ⌈rows/mr⌉·kc·mr floats and `b` nr floats from each k·ldb, k < kc; every row is a
+    // distinct `&mut` slice with `nr_eff ≤ nr` floats from `col` on; the row bias holds a value
+    // per row, the column bias `nr_eff` values, and the residual a row slice per row of C,
+    // each with `nr_eff` floats from `col` on (all but the ISA checked by the caller,
+    // `micro_column`).
     unsafe {
         kernel(
             kc,
