@@ -293,7 +293,7 @@ macro_rules! gemm_kernels {
 
         /// One row of C's tiles, `1 ≤ c.len() ≤ 8` rows: the A micro-panel `a` times `panels` B
         /// micro-panels 32 wide, panel `q` from `b + q·step` (row `k` at `+ k·ldb`), each tile stored
-        /// at columns `col + 32q ..` as in [`$column`]; `tail.col_bias`, when not null, holds
+        /// at columns `col + 32q ..` as in the column driver above; `tail.col_bias`, when not null, holds
         /// the biases of all `32·panels` columns.
         ///
         /// # Safety
