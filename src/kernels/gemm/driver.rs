@@ -4,7 +4,7 @@
 
 use rayon::prelude::*;
 
-use super::grid::{task_grid, whole_k_grid};
+use super::grid::{for_each_task, task_grid, whole_k_grid, Grid, Task};
 use super::pack::{pack_a, pack_a_panel, pack_b, pack_b_panel, MatSource};
 use super::{
     kc_block, tile_size, Activation, Bias, Epilogue, Isa, MatRef, PackedA, PackedB, PanelSource,
@@ -22,19 +22,6 @@ pub(super) enum Src<'a> {
     PackedB(&'a PackedB),
     Panels(&'a dyn PanelSource),
 }
-
-/// One parallel unit: rows `i0..i0+rows.len()` × columns `j0..j0+width` of the current C block,
-/// with the matching pieces of the epilogue's residual (empty when it has none). The row pieces
-/// live on the stack of the code that splits the grid ([`for_each_task`]): no allocation.
-struct Task<'t, 'c> {
-    i0: usize,
-    j0: usize,
-    rows: &'t mut [&'c mut [f32]],
-    residual: &'t [&'t [f32]],
-}
-
-/// The most rows a task has: a grid's row blocks are at most [`MC`] rows (see [`task_grid`]).
-const TASK_ROWS: usize = MC;
 
 /// The B operand of one K block as the micro-kernels read it.
 #[derive(Clone, Copy)]
@@ -333,108 +320,6 @@ pub(super) fn gemm(
     }
     scratch::give(a_buf);
     scratch::give(b_buf);
-}
-
-/// The task grid of one parallel region over C: its `m` rows (from row `rows0` of the whole
-/// product on) and the columns `cols`, cut into row blocks × column chunks of
-/// `block = (mb, cb)`, run in parallel when `par`.
-struct Grid {
-    m: usize,
-    rows0: usize,
-    cols: std::ops::Range<usize>,
-    block: (usize, usize),
-    par: bool,
-}
-
-/// Runs `f` on every task of `grid` over C (leading dimension `ldc`), with the matching pieces
-/// of `residual` (a matrix of C's shape with its own leading dimension) when it is given. Row
-/// blocks are contiguous slices of C; each block's row pieces are gathered on the stack and
-/// split between column chunks by halving (see [`split_columns`]).
-fn for_each_task<F>(
-    c: &mut [f32],
-    ldc: usize,
-    residual: Option<(&[f32], usize)>,
-    grid: &Grid,
-    f: &F,
-) where
-    F: Fn(&mut Task) + Sync,
-{
-    let (mb, cb) = grid.block;
-    assert!((1..=TASK_ROWS).contains(&mb) && cb > 0, "gemm: task grid");
-    let nrb = grid.m.div_ceil(mb);
-    let block = |(b, block): (usize, &mut [f32])| {
-        let n_rows = mb.min(grid.m - b * mb);
-        let i0 = grid.rows0 + b * mb;
-        let mut rows: [&mut [f32]; TASK_ROWS] = std::array::from_fn(|_| Default::default());
-        for (piece, row) in rows.iter_mut().zip(block.chunks_mut(ldc)).take(n_rows) {
-            *piece = &mut row[grid.cols.clone()];
-        }
-        let mut z: [&[f32]; TASK_ROWS] = [&[]; TASK_ROWS];
-        let z = match residual {
-            Some((r, ld)) => {
-                for (i, piece) in z.iter_mut().enumerate().take(n_rows) {
-                    *piece = &r[(i0 + i) * ld..][grid.cols.clone()];
-                }
-                &z[..n_rows]
-            }
-            None => &z[..0],
-        };
-        split_columns(&mut rows[..n_rows], z, (i0, 0), cb, grid.par, f);
-    };
-    if grid.par {
-        c.par_chunks_mut(mb * ldc)
-            .take(nrb)
-            .enumerate()
-            .for_each(block);
-    } else {
-        c.chunks_mut(mb * ldc).take(nrb).enumerate().for_each(block);
-    }
-}
-
-/// Runs `f` on the tasks of one row block: `rows` (and `residual`, empty or one piece per row)
-/// start at row `i0` and column `j0` of the grid, and are cut into chunks of `cb` columns by
-/// halving, the halves run in parallel when `par`.
-fn split_columns<F>(
-    rows: &mut [&mut [f32]],
-    residual: &[&[f32]],
-    (i0, j0): (usize, usize),
-    cb: usize,
-    par: bool,
-    f: &F,
-) where
-    F: Fn(&mut Task) + Sync,
-{
-    let width = rows.first().map_or(0, |r| r.len());
-    if width <= cb {
-        f(&mut Task {
-            i0,
-            j0,
-            rows,
-            residual,
-        });
-        return;
-    }
-    let mid = width.div_ceil(cb) / 2 * cb;
-    let mut right: [&mut [f32]; TASK_ROWS] = std::array::from_fn(|_| Default::default());
-    let right = &mut right[..rows.len()];
-    for (left, right) in rows.iter_mut().zip(right.iter_mut()) {
-        let (l, r) = std::mem::take(left).split_at_mut(mid);
-        (*left, *right) = (l, r);
-    }
-    let mut z: [&[f32]; TASK_ROWS] = [&[]; TASK_ROWS];
-    for (piece, r) in z.iter_mut().zip(residual) {
-        *piece = &r[mid..];
-    }
-    let z = &z[..residual.len()];
-    if par {
-        rayon::join(
-            || split_columns(rows, residual, (i0, j0), cb, par, f),
-            || split_columns(right, z, (i0, j0 + mid), cb, par, f),
-        );
-    } else {
-        split_columns(rows, residual, (i0, j0), cb, par, f);
-        split_columns(right, z, (i0, j0 + mid), cb, par, f);
-    }
 }
 
 /// Packs every `width`-wide micro-panel of every K block of one operand in parallel, into

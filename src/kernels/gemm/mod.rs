@@ -25,7 +25,7 @@
 //! thread between calls. A B operand can also be generated on the fly while packing (the
 //! crate-internal `PanelSource`, used by the convolution's implicit im2col).
 //!
-//! Modules: `driver` (the loops, tasks and buffers), `grid` (the parallel task grids), `pack`
+//! Modules: `driver` (the loops, tasks and buffers), `grid` (the parallel task grids and the tasks run over them), `pack`
 //! (micro-panel packing).
 #![forbid(unsafe_code)]
 

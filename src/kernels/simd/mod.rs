@@ -13,7 +13,10 @@ mod avx2;
 mod avx512;
 #[cfg(target_arch = "x86_64")]
 mod avx512_depthwise;
+mod pack;
 mod portable;
+
+pub(crate) use pack::{bf16_pairs, interleave_rows8};
 
 /// Register tile height (rows of C) of the micro-kernel of `isa`.
 pub(crate) const fn mr(isa: Isa) -> usize {
@@ -34,7 +37,7 @@ pub(crate) const fn nr(isa: Isa) -> usize {
 }
 
 /// What the micro-tiles multiply.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Dot {
     /// Float32 operands, one FMA per product.
     F32,
@@ -580,69 +583,6 @@ pub(crate) fn depthwise_planes(
     false
 }
 
-/// Interleaves eight rows k-major into `dst` (an A micro-panel of eight rows):
-/// `dst[8k + r] = rows[r][k]` for `k < dst.len() / 8`. With AVX2 (`isa` AVX2 or AVX-512, and
-/// the CPU has it) by 8×8 transposes in registers; the scalar loop it replaces took 3–5% of a
-/// 1024³ MatMul at one thread.
-///
-/// # Panics
-/// If a row is shorter than `dst.len() / 8`.
-pub(crate) fn interleave_rows8(isa: Isa, rows: &[&[f32]; 8], dst: &mut [f32]) {
-    let kc = dst.len() / 8;
-    assert!(
-        rows.iter().all(|r| r.len() >= kc),
-        "interleave_rows8: short row"
-    );
-    #[cfg(target_arch = "x86_64")]
-    if matches!(isa, Isa::Avx2Fma | Isa::Avx512) && cpu::supported(Isa::Avx2Fma) {
-        let ptrs = rows.map(|r| r.as_ptr());
-        // SAFETY: the CPU supports AVX2 (checked above); every row holds `kc` floats and
-        // `dst` `8 * kc` (checked above), and `dst` is a `&mut` borrow, so disjoint from them.
-        unsafe { avx2::interleave_rows8(&ptrs, kc, dst.as_mut_ptr()) };
-        return;
-    }
-    let _ = isa;
-    for (k, d) in dst.chunks_exact_mut(8).enumerate() {
-        for (v, row) in d.iter_mut().zip(rows) {
-            *v = row[k];
-        }
-    }
-}
-
-/// Rounds `src` to bfloat16 (to nearest, ties to even; a NaN stays a NaN; a subnormal float
-/// becomes a zero of its sign, as `vcvtne2ps2bf16` does and as `vdpbf16ps` would read it)
-/// two values per 32-bit slot of `dst`: `dst[i]` holds `src[2i]` in its low half and
-/// `src[2i + 1]` in its high half, zeros past `src`'s end (the layout of the GEMM's bfloat16
-/// pairs, [`Dot::Bf16`]). By `vcvtne2ps2bf16` where the CPU has AVX512_BF16, else one value at
-/// a time.
-///
-/// # Panics
-/// If `src` has more than `2 · dst.len()` values.
-pub(crate) fn bf16_pairs(src: &[f32], dst: &mut [f32]) {
-    assert!(src.len() <= 2 * dst.len(), "bf16_pairs: short destination");
-    let (head, zeros) = dst.split_at_mut(src.len().div_ceil(2));
-    zeros.fill(0.0);
-    #[cfg(target_arch = "x86_64")]
-    if cpu::bf16_dot_hardware() {
-        // SAFETY: the CPU supports AVX-512F and AVX512_BF16 (checked); `head` holds
-        // ⌈src.len()/2⌉ slots, and is a `&mut` borrow, so disjoint from `src`.
-        unsafe { avx512::bf16_pairs(src.as_ptr(), src.len(), head.as_mut_ptr()) };
-        return;
-    }
-    let bits = |x: f32| {
-        let x = if x.is_subnormal() {
-            0.0f32.copysign(x)
-        } else {
-            x
-        };
-        u32::from(half::bf16::from_f32(x).to_bits())
-    };
-    for (d, two) in head.iter_mut().zip(src.chunks(2)) {
-        let hi = two.get(1).map_or(0, |&x| bits(x));
-        *d = f32::from_bits(bits(two[0]) | hi << 16);
-    }
-}
-
 /// `iters` steps of independent FMA chains `acc = acc·a + b` in the widest registers of `isa`:
 /// `(the sum of all the chains' lanes, the flops done)`, or `None` for an ISA without FMA
 /// registers or that the CPU lacks. With `a = 1` every lane ends at `iters·b` (exact while
@@ -754,88 +694,5 @@ mod tests {
             }
         }
         assert!(calls >= 10, "only {calls} vectorize calls found");
-    }
-
-    /// `interleave_rows8` puts row `r`'s column `k` at `8k + r`, on every ISA the CPU has, for
-    /// lengths around the 8-column transpose blocks (tails of 1 to 7 columns included), rows
-    /// longer than used and rows that share one buffer.
-    /// `bf16_pairs` (by `vcvtne2ps2bf16` where the CPU has AVX512_BF16) against the `half`
-    /// crate's rounding, value by value: ties to even both ways, NaNs, infinities, signed
-    /// zeros, subnormals (zeros of their sign) and the largest finite values, at every length
-    /// to 70 (full and masked vectors, odd lengths with a half-empty last slot, zeros after
-    /// it).
-    #[test]
-    fn bf16_pairs_round_to_nearest_even() {
-        use half::bf16;
-        let special = [
-            1.0 + 2f32.powi(-8),
-            1.0 + 3.0 * 2f32.powi(-8),
-            -(1.0 + 2f32.powi(-8) + 2f32.powi(-20)),
-            f32::NAN,
-            f32::INFINITY,
-            f32::NEG_INFINITY,
-            -0.0,
-            f32::MAX,
-            1e-39,
-            -3e-42,
-            f32::MIN_POSITIVE,
-        ];
-        let src: Vec<f32> = (0..70)
-            .map(|i| {
-                special
-                    .get(i % 17)
-                    .copied()
-                    .unwrap_or(i as f32 * 0.37 - 9.1)
-            })
-            .collect();
-        for len in 0..=70 {
-            let mut dst = vec![f32::NAN; 36];
-            super::bf16_pairs(&src[..len], &mut dst);
-            for (i, d) in dst.iter().enumerate() {
-                let bits = d.to_bits();
-                for (half_at, shift) in [(2 * i, 0), (2 * i + 1, 16)] {
-                    let got = bf16::from_bits((bits >> shift) as u16);
-                    match src[..len].get(half_at) {
-                        Some(&x) if x.is_nan() => assert!(got.is_nan(), "len {len} [{half_at}]"),
-                        Some(&x) if x.is_subnormal() => assert_eq!(
-                            got.to_bits(),
-                            bf16::from_f32(0.0f32.copysign(x)).to_bits(),
-                            "len {len} [{half_at}] of {x:e}"
-                        ),
-                        Some(&x) => assert_eq!(
-                            got.to_bits(),
-                            bf16::from_f32(x).to_bits(),
-                            "len {len} [{half_at}] of {x:e}"
-                        ),
-                        None => assert_eq!(got.to_bits(), 0, "len {len} [{half_at}] past the end"),
-                    }
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn interleave_rows8_is_a_k_major_panel() {
-        use crate::kernels::cpu::{self, Isa};
-        let data: Vec<f32> = (0..8 * 41).map(|i| i as f32 * 0.5 - 7.0).collect();
-        for isa in [Isa::Portable, Isa::Avx2Fma, Isa::Avx512] {
-            let Some(isa) = cpu::test_isa(isa) else {
-                continue;
-            };
-            for kc in [0, 1, 7, 8, 9, 16, 23, 33] {
-                let rows: [&[f32]; 8] = std::array::from_fn(|r| &data[r * 40 + r..][..kc + 1]);
-                let mut dst = vec![f32::NAN; 8 * kc];
-                super::interleave_rows8(isa, &rows, &mut dst);
-                for k in 0..kc {
-                    for r in 0..8 {
-                        assert_eq!(
-                            dst[8 * k + r],
-                            data[r * 40 + r + k],
-                            "{isa:?} kc {kc} ({k}, {r})"
-                        );
-                    }
-                }
-            }
-        }
     }
 }
