@@ -5,6 +5,8 @@
 //! `cargo run --release --example kernel_bench [rounds]`; `KB_ISA=avx512|avx2|portable` limits
 //! the ISAs, `KB_CASE=substring` the cases. `KB_CONV="ic,hw,oc,k,s,pad[,groups];..."` adds
 //! convolutions (one image, square images and kernels, bias and Relu), e.g. a model's layers;
+//! `KB_PWDW="ic,hw,mid,k,s;..."` adds 1×1 convolutions followed by a depthwise one (MobileNet's
+//! expansion and depthwise layers), banded and apart;
 //! `KB_GEMM="m,k,n;..."` adds fully connected layers (B prepacked, `Gemm` with `transB`; on
 //! AVX-512 with AVX512_BF16 also as bfloat16 pairs, the cases named `bf16`);
 //! `KB_COLD=n` cycles each through `n` copies of its data (outer caches, as inside a model);
@@ -13,7 +15,7 @@
 
 use std::time::Instant;
 
-use onnxifi_rust::kernels::conv::{Conv2d, Conv2dParams};
+use onnxifi_rust::kernels::conv::{Conv2d, Conv2dParams, PointwiseDepthwise};
 use onnxifi_rust::kernels::cpu::{self, Isa};
 use onnxifi_rust::kernels::gemm::{self, Epilogue, MatRef};
 use onnxifi_rust::kernels::reference::Rng;
@@ -180,6 +182,28 @@ fn main() {
             }
         }
     }
+    for spec in std::env::var("KB_PWDW").unwrap_or_default().split(';') {
+        let v: Vec<usize> = spec
+            .split(',')
+            .filter_map(|x| x.trim().parse().ok())
+            .collect();
+        let [ic, hw, mid, k, s] = v[..] else { continue };
+        for &isa in &isas {
+            for &threads in &thread_counts {
+                for fused in [false, true] {
+                    let how = if fused { "banded" } else { "apart" };
+                    let name = format!(
+                        "1x1+dw {ic}->{mid} {hw}² {k}x{k}/{s} {how} {} t{threads}",
+                        cpu::name(isa)
+                    );
+                    let shape = (ic, hw, mid, k, s);
+                    cases.push(pointwise_depthwise_case(
+                        name, isa, shape, threads, fused, &mut rng,
+                    ));
+                }
+            }
+        }
+    }
     if let Ok(filter) = std::env::var("KB_CASE") {
         cases.retain(|c| c.name.contains(&filter));
     }
@@ -277,6 +301,78 @@ fn conv_case(name: String, isa: Isa, p: Conv2dParams, threads: usize, rng: &mut 
         run: Box::new(move || {
             let (conv, x, out) = &mut layers[next];
             conv.run(x, out, Activation::Relu);
+            next = (next + 1) % copies;
+        }),
+        pool: pool(threads),
+        samples: Vec::new(),
+    }
+}
+
+/// A 1×1 convolution (`ic → mid` channels at `hw`², Relu6) and a depthwise `k×k` convolution
+/// with stride `s` of its output (Relu6): as one banded kernel ([`PointwiseDepthwise`]) or as
+/// the two convolutions through an intermediate tensor; `KB_COLD` as for [`conv_case`].
+fn pointwise_depthwise_case(
+    name: String,
+    isa: Isa,
+    (ic, hw, mid, k, s): (usize, usize, usize, usize, usize),
+    threads: usize,
+    fused: bool,
+    rng: &mut Rng,
+) -> Case {
+    let p1 = Conv2dParams {
+        batch: 1,
+        in_channels: ic,
+        in_h: hw,
+        in_w: hw,
+        out_channels: mid,
+        kernel_h: 1,
+        kernel_w: 1,
+        stride_h: 1,
+        stride_w: 1,
+        dilation_h: 1,
+        dilation_w: 1,
+        groups: 1,
+        ..Default::default()
+    };
+    let p2 = Conv2dParams {
+        in_channels: mid,
+        kernel_h: k,
+        kernel_w: k,
+        stride_h: s,
+        stride_w: s,
+        pad_top: k / 2,
+        pad_left: k / 2,
+        pad_bottom: k / 2,
+        pad_right: k / 2,
+        groups: mid,
+        ..p1
+    };
+    let relu6 = Activation::Clip { min: 0.0, max: 6.0 };
+    let copies = cold_copies();
+    let mut layers: Vec<_> = (0..copies)
+        .map(|_| {
+            let (w1, b1) = (rng.vec(p1.weights_len()), rng.vec(mid));
+            let (w2, b2) = (rng.vec(p2.weights_len()), rng.vec(mid));
+            let pw = Conv2d::with_isa(isa, p1, &w1, Some(&b1)).unwrap();
+            let dw = Conv2d::with_isa(isa, p2, &w2, Some(&b2)).unwrap();
+            let x = rng.vec(p1.input_len());
+            let (mid, out) = (vec![0.0f32; p1.output_len()], vec![0.0f32; p2.output_len()]);
+            let both = PointwiseDepthwise::new(pw.clone(), &w1, relu6, dw.clone()).unwrap();
+            (both, (pw, dw), x, mid, out)
+        })
+        .collect();
+    let mut next = 0;
+    Case {
+        name,
+        flops: 2.0 * (p1.output_len() * ic + p2.output_len() * k * k) as f64,
+        run: Box::new(move || {
+            let (both, (pw, dw), x, mid, out) = &mut layers[next];
+            if fused {
+                both.run(x, out, relu6);
+            } else {
+                pw.run(x, mid, relu6);
+                dw.run(mid, out, relu6);
+            }
             next = (next + 1) % copies;
         }),
         pool: pool(threads),

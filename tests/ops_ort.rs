@@ -404,6 +404,63 @@ fn depthwise_separable_with_clip6_and_sigmoid() {
     );
 }
 
+/// Two MobileNetV2 blocks at 56² whose expansions (24 → 144 channels, 1.8 MB) and depthwise
+/// layers (stride 1, then stride 2; Clip(0, 6) after each) run together in bands of rows
+/// (`ConvDepthwise`), the first block with its projection and residual Add.
+#[test]
+fn inverted_residual_blocks_in_bands() {
+    if !ort_available() {
+        return;
+    }
+    let mut rng = Rng::new(7);
+    let mut i = Inits {
+        rng: &mut rng,
+        list: Vec::new(),
+    };
+    i.weights("We", &[144, 24, 1, 1])
+        .uniform("Be", &[144], -0.2, 0.5)
+        .weights("Wd", &[144, 1, 3, 3])
+        .uniform("Bd", &[144], -0.2, 0.5)
+        .weights("Wp", &[24, 144, 1, 1])
+        .uniform("Bp", &[24], -0.2, 0.2)
+        .uniform("We2", &[144, 24, 1, 1], -1.0, 1.0)
+        .uniform("Be2", &[144], -0.2, 0.5)
+        .uniform("Wd2", &[144, 1, 3, 3], -1.0, 1.0)
+        .uniform("Bd2", &[144], -0.2, 0.5)
+        .values("zero", &[], &[0.0])
+        .values("six", &[], &[6.0]);
+    let inits = i.list;
+    let body = "
+  e = Conv(X, We, Be)
+  er = Clip(e, zero, six)
+  d = Conv <group = 144, pads = [1, 1, 1, 1]> (er, Wd, Bd)
+  dr = Clip(d, zero, six)
+  p = Conv(dr, Wp, Bp)
+  Y = Add(p, X)
+  e2 = Conv(Y, We2, Be2)
+  e2r = Clip(e2, zero, six)
+  d2 = Conv <group = 144, strides = [2, 2], pads = [1, 1, 1, 1]> (e2r, Wd2, Bd2)
+  Z = Clip(d2, zero, six)";
+    let text = model(
+        13,
+        "float[1,24,56,56] X",
+        "float[1,24,56,56] Y, float[1,144,28,28] Z",
+        &inits,
+        body,
+    );
+    let exe = compile_ok(&text);
+    let ops = op_types(&exe);
+    assert_eq!(count(&ops, "ConvDepthwise"), 2, "{ops:?}");
+    assert_eq!(count(&ops, "FusedConv"), 1, "{ops:?}");
+    let x = Rng::new(201).tensor(&[1, 24, 56, 56], -3.0, 3.0);
+    let out = compare(&exe, &text, &[named("X", x)], "inverted residual");
+    let z = common::data(&out[1]);
+    assert!(
+        z.contains(&0.0) && z.contains(&6.0),
+        "Clip(0, 6) never clipped"
+    );
+}
+
 #[test]
 fn residual_blocks() {
     if !ort_available() {

@@ -118,7 +118,9 @@ fn weight(name: &str, shape: &[usize], seed: u64, scale: f32) -> String {
 /// A small CNN through every convolution path: a 7×7 stride-2 stem on 3 channels (staged
 /// input), max pooling, a pointwise 1×1, a 3×3 at 24×24 (Winograd: 36 tiles), a 3×3 stride 2
 /// (im2col) plus a 1×1 stride 2 shortcut (subsampled) added as a residual, a depthwise 3×3 with
-/// Clip, average pooling, global average pooling, Flatten, Gemm and Softmax.
+/// Clip, average pooling, global average pooling, Flatten, Gemm and Softmax; beside them, as a
+/// second output, a MobileNet expansion (1×1 to 128 channels at 48², 1.2 MB, with Clip) and
+/// the stride-2 depthwise 3×3 after it, which run together in bands (`ConvDepthwise`).
 fn cnn() -> String {
     let weights = [
         weight("w_stem", &[16, 3, 7, 7], 1, 0.3),
@@ -134,12 +136,16 @@ fn cnn() -> String {
         weight("b_dw", &[64], 11, 0.1),
         weight("w_fc", &[10, 64], 12, 0.5),
         weight("b_fc", &[10], 13, 0.1),
+        weight("w_ex", &[128, 16, 1, 1], 14, 0.3),
+        weight("b_ex", &[128], 15, 0.1),
+        weight("w_dw2", &[128, 1, 3, 3], 16, 0.5),
+        weight("b_dw2", &[128], 17, 0.1),
         "float lo = {0.0}".to_string(),
         "float hi = {6.0}".to_string(),
     ];
     format!(
         r#"<ir_version: 8, opset_import: ["" : 17]>
-cnn (float[1, 3, 96, 96] x) => (float[1, 10] y)
+cnn (float[1, 3, 96, 96] x) => (float[1, 10] y, float[1, 128, 1, 1] z)
 <{}>
 {{
   stem = Conv <kernel_shape: ints = [7, 7], strides: ints = [2, 2], pads: ints = [3, 3, 3, 3]> (x, w_stem, b_stem)
@@ -160,6 +166,11 @@ cnn (float[1, 3, 96, 96] x) => (float[1, 10] y)
   f = Flatten (g)
   logits = Gemm <transB: int = 1> (f, w_fc, b_fc)
   y = Softmax (logits)
+  e5 = Conv <kernel_shape: ints = [1, 1]> (r0, w_ex, b_ex)
+  m5 = Clip (e5, lo, hi)
+  d5 = Conv <kernel_shape: ints = [3, 3], strides: ints = [2, 2], pads: ints = [1, 1, 1, 1], group: int = 128> (m5, w_dw2, b_dw2)
+  r5 = Relu (d5)
+  z = GlobalAveragePool (r5)
 }}"#,
         weights.join(", ")
     )
@@ -314,12 +325,16 @@ fn assert_steady_state_allocates_nothing(what: &str, text: &str, shape: &[usize]
         let mut seen: Option<Vec<f32>> = None;
         // Every run is counted: the warm-up goes on until its runs allocate nothing.
         let counted = run_once(&exe, &pool, (shape, &input), true, &mut |outs| {
-            let TensorData::F32(y) = &mut outs[0].data else {
-                panic!("{what}: the output is not float")
-            };
-            seen = Some(y.clone());
-            // The storage goes back to the pool poisoned: the next runs' steps get it.
-            y.fill(f32::NAN);
+            let mut all = Vec::new();
+            for out in outs.iter_mut() {
+                let TensorData::F32(y) = &mut out.data else {
+                    panic!("{what}: an output is not float")
+                };
+                all.extend_from_slice(y);
+                // The storage goes back to the pool poisoned: the next runs' steps get it.
+                y.fill(f32::NAN);
+            }
+            seen = Some(all);
         });
         let seen = seen.expect("an output");
         assert!(

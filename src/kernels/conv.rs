@@ -15,6 +15,9 @@
 //!   stride's phases (even columns, then odd ones, for stride 2), so that every row segment of
 //!   a panel is one contiguous copy.
 //!
+//! A 1×1 convolution and the depthwise one that reads its output can run together in bands of
+//! rows ([`PointwiseDepthwise`], module `banded`).
+//!
 //! Work is parallel over images × groups when there are enough of them, otherwise inside the
 //! GEMM (including its packing).
 #![forbid(unsafe_code)]
@@ -483,6 +486,9 @@ pub(super) fn valid_range(
     (lo.min(out_len), hi.min(out_len).max(lo.min(out_len)))
 }
 
+mod banded;
 mod im2col;
 #[cfg(test)]
 mod tests;
+
+pub use banded::PointwiseDepthwise;

@@ -144,18 +144,24 @@ fn depthwise_planes_simd(
     clamp: Option<(f32, f32)>,
     out: &mut [f32],
 ) -> bool {
-    if p.dilation_w != 1 {
-        return false;
+    match plane_geometry(p) {
+        Some(g) => simd::depthwise_planes(isa, &g, count, x, w, bias, clamp, out),
+        None => false,
     }
-    let g = simd::DepthwisePlane {
+}
+
+/// The geometry of the depthwise convolution `p` as the ISA's plane kernels take it (planes
+/// packed), or `None` when they cannot compute it (horizontal dilation).
+pub(super) fn plane_geometry(p: &Conv2dParams) -> Option<simd::DepthwisePlane> {
+    (p.dilation_w == 1).then(|| simd::DepthwisePlane {
         in_hw: (p.in_h, p.in_w),
         out_hw: (p.out_h(), p.out_w()),
         kernel: (p.kernel_h, p.kernel_w),
         stride: (p.stride_h, p.stride_w),
         dilation_h: p.dilation_h,
         pad: (p.pad_top, p.pad_left),
-    };
-    simd::depthwise_planes(isa, &g, count, x, w, bias, clamp, out)
+        plane_len: (p.in_h * p.in_w, p.out_h() * p.out_w()),
+    })
 }
 
 /// One depthwise output plane: `out = bias + sum_{ky,kx} w[ky,kx] * shifted(x)`.

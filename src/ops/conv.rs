@@ -246,15 +246,7 @@ fn build_with(ctx: &BuildCtx, activation: Activation) -> Result<Built> {
     let pack = |b: Option<&[f32]>| -> Result<Weights> {
         let wt = w.constant.expect("checked by the caller").as_f32()?;
         let isa = crate::kernels::cpu::isa();
-        // The filters' form depends on the input's shape (Winograd takes enough tiles), so
-        // plans of other shapes may need the other form.
-        let tag = format!(
-            "conv-filters {isa:?} m{m} c{c} g{group} k{}x{} winograd {}",
-            params.kernel_h,
-            params.kernel_w,
-            crate::kernels::winograd::suits(&params)
-        );
-        let filters = ctx.prepared(1, &tag, || {
+        let filters = ctx.prepared(1, &filters_tag(isa, &params), || {
             ConvFilters::prepare(isa, &params, wt)
                 .map_err(|e| ctx.err(Status::InvalidModel, e.message))
         })?;
@@ -281,4 +273,19 @@ fn build_with(ctx: &BuildCtx, activation: Activation) -> Result<Built> {
             activation,
         }),
     })
+}
+
+/// The weight-cache tag of the prepared filters of convolution `p` on `isa`. The filters' form
+/// depends on the input's shape (Winograd takes enough tiles), so plans of other shapes may
+/// need the other form.
+pub(super) fn filters_tag(isa: crate::kernels::cpu::Isa, p: &Conv2dParams) -> String {
+    format!(
+        "conv-filters {isa:?} m{} c{} g{} k{}x{} winograd {}",
+        p.out_channels,
+        p.in_channels,
+        p.groups,
+        p.kernel_h,
+        p.kernel_w,
+        crate::kernels::winograd::suits(p)
+    )
 }

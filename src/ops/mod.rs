@@ -27,6 +27,7 @@ mod concat;
 mod constant;
 mod constant_of_shape;
 mod conv;
+mod conv_depthwise;
 mod conv_transpose;
 mod cum_sum;
 mod depth_to_space;
@@ -306,6 +307,7 @@ pub static REGISTRY: &[&OpDef] = &[
     &flatten::DEF,
     &floor::DEF,
     &conv::FUSED_DEF,
+    &conv_depthwise::DEF,
     &gemm::FUSED_DEF,
     &mat_mul::FUSED_DEF,
     &gru::DEF,
@@ -418,9 +420,18 @@ pub static REGISTRY: &[&OpDef] = &[
 /// The activation named by the `activation` / `activation_params` attributes of the internal
 /// fused operators.
 pub fn fused_activation(ctx: &BuildCtx) -> Result<crate::kernels::activation::Activation> {
+    fused_activation_named(ctx, "activation")
+}
+
+/// The activation named by the attributes `name` and `{name}_params` of an internal fused
+/// operator (none when both are absent).
+pub fn fused_activation_named(
+    ctx: &BuildCtx,
+    name: &str,
+) -> Result<crate::kernels::activation::Activation> {
     use crate::kernels::activation::Activation;
-    let kind = ctx.attr_string("activation", "")?;
-    let params = ctx.attr_floats("activation_params")?.unwrap_or(&[]);
+    let kind = ctx.attr_string(name, "")?;
+    let params = ctx.attr_floats(&format!("{name}_params"))?.unwrap_or(&[]);
     Ok(match (kind.as_str(), params) {
         ("", []) => Activation::None,
         ("Relu", []) => Activation::Relu,

@@ -11,16 +11,20 @@
 //! - a `Conv` whose output only an `Add` reads takes the Add's other operand as a residual
 //!   added in its write-back (`FusedConv` with a fourth input);
 //! - an activation after a `Conv`, `Gemm` or `MatMul` runs inside its write-back (`FusedConv`,
-//!   `FusedGemm`, `FusedMatMul`).
+//!   `FusedGemm`, `FusedMatMul`);
+//! - a 1×1 convolution whose output only a depthwise convolution reads becomes one
+//!   `ConvDepthwise` (computed in bands of rows).
 //!
-//! Modules: `half` (the half-precision weights), `gelu` (the GELU patterns); the other rewrites
-//! and the helpers they share are here.
+//! Modules: `half` (the half-precision weights), `gelu` (the GELU patterns), `depthwise` (the
+//! 1×1 and depthwise pairs); the other rewrites and the helpers they share are here.
 
+mod depthwise;
 mod gelu;
 mod half;
 
 use crate::ir::{Attr, Graph, Node, Tensor, TensorData, ValueId, ValueInfo};
 use crate::ops;
+use depthwise::fuse_pointwise_depthwise;
 use gelu::fuse_gelu;
 use half::widen_half_weights;
 use std::collections::BTreeMap;
@@ -35,6 +39,7 @@ pub fn fuse(mut g: Graph) -> Graph {
     fuse_matmul_bias(&mut g);
     fuse_residual_adds(&mut g);
     fuse_activations(&mut g);
+    fuse_pointwise_depthwise(&mut g);
     g
 }
 
@@ -554,7 +559,7 @@ mod tests {
     }
 
     /// Runs a one-input text model through the engine.
-    fn run_text(text: &str, shape: Vec<usize>, x: &[f32]) -> Vec<f32> {
+    pub(super) fn run_text(text: &str, shape: Vec<usize>, x: &[f32]) -> Vec<f32> {
         let proto = crate::text::parse_model(text).expect("parses");
         let bytes = prost::Message::encode_to_vec(&proto);
         let exe = crate::graph::compile_executable(&bytes, Vec::new()).expect("compiles");

@@ -20,8 +20,9 @@ fn lane_mask(start: isize, len: usize) -> __mmask16 {
 }
 
 /// `planes` consecutive planes of a depthwise convolution with horizontal stride `S` (1 or 2)
-/// and dilation 1, plane `c` reading input plane `c` of `x`, filter `c` of `w` (`kh·kw` each)
-/// and bias `c` (0 when `bias` is null):
+/// and dilation 1, plane `c` reading input plane `c` of `x` (`in_plane` floats apart), filter
+/// `c` of `w` (`kh·kw` each) and bias `c` (0 when `bias` is null), writing output plane `c`
+/// (`out_plane` floats apart):
 /// `out[c][oy][ox] = bias[c] + Σ_ky Σ_kx w[c][ky][kx] · x[c][oy·sh + ky·dh − pad_top][ox·S + kx − pad_left]`,
 /// positions outside the input reading as zero (padding is never materialised).
 ///
@@ -33,9 +34,9 @@ fn lane_mask(start: isize, len: usize) -> __mmask16 {
 ///
 /// # Safety
 /// - The CPU supports AVX-512F.
-/// - `x` is valid for reads of `planes·in_h·in_w` floats, `w` of `planes·kh·kw`, `bias` (when
-///   not null) of `planes`, `out` for writes of `planes·oh·ow` and does not overlap `x`;
-///   `kw ≤ DW_MAX_KW`.
+/// - `x` is valid for reads of `(planes−1)·in_plane + in_h·in_w` floats, `w` of `planes·kh·kw`,
+///   `bias` (when not null) of `planes`, `out` for writes of `(planes−1)·out_plane + oh·ow`
+///   and does not overlap `x`; `kw ≤ DW_MAX_KW`.
 #[target_feature(enable = "avx512f")]
 pub(super) unsafe fn depthwise_planes<const S: usize>(
     g: &DwPlane,
@@ -70,7 +71,7 @@ unsafe fn planes_with<const S: usize, const PF: bool>(
     bias: *const f32,
     out: *mut f32,
 ) {
-    let (in_len, out_len, w_len) = (g.in_h * g.in_w, g.oh * g.ow, g.kh * g.kw);
+    let w_len = g.kh * g.kw;
     // The 3×3 rows keep `DW_ROWS` rows of accumulators: at most two blocks wide, so that
     // they, the inputs and the weights fit in the 32 registers.
     let widest = if dw_3x3_rows::<S>(g) { 2 } else { 4 };
@@ -82,7 +83,13 @@ unsafe fn planes_with<const S: usize, const PF: bool>(
     while c < planes {
         let n = groups_of(c);
         // SAFETY: planes `c .. c + n` are inside the buffers (contract).
-        let (xc, wc, oc) = unsafe { (x.add(c * in_len), w.add(c * w_len), out.add(c * out_len)) };
+        let (xc, wc, oc) = unsafe {
+            (
+                x.add(c * g.in_plane),
+                w.add(c * w_len),
+                out.add(c * g.out_plane),
+            )
+        };
         // (A null `bias` stays null: offsetting it would make it look like biases.)
         let bc = if bias.is_null() {
             bias
@@ -147,9 +154,9 @@ unsafe fn depthwise_blocks<const S: usize, const NB: usize, const PF: bool>(
         // SAFETY: plane `c < planes` of each buffer (contract).
         let (x, w, out, bias) = unsafe {
             (
-                x.add(c * g.in_h * g.in_w),
+                x.add(c * g.in_plane),
                 w.add(c * g.kh * g.kw),
-                out.add(c * g.oh * g.ow),
+                out.add(c * g.out_plane),
                 if bias.is_null() { 0.0 } else { *bias.add(c) },
             )
         };

@@ -465,6 +465,10 @@ struct DwPlane {
     pad_top: usize,
     /// Zero columns on the left.
     pad_left: usize,
+    /// Distance between consecutive input planes, in floats (≥ `in_h·in_w`).
+    in_plane: usize,
+    /// Distance between consecutive output planes, in floats (≥ `oh·ow`).
+    out_plane: usize,
     /// Bounds every output is clamped to before it is stored.
     clamp: Option<(f32, f32)>,
 }
@@ -484,20 +488,49 @@ pub(crate) struct DepthwisePlane {
     pub dilation_h: usize,
     /// Zero rows above and columns on the left.
     pub pad: (usize, usize),
+    /// Distances between consecutive input planes and between consecutive output planes, in
+    /// floats: at least `in_h·in_w` and `oh·ow` (equal when the planes are packed; larger for
+    /// a band of rows of taller planes).
+    pub plane_len: (usize, usize),
+}
+
+impl DepthwisePlane {
+    /// Whether [`depthwise_planes`] has a kernel for this geometry on `isa` (else it returns
+    /// `false` and computes nothing).
+    pub(crate) fn has_kernel(&self, isa: Isa) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        {
+            // Column positions are computed in i32 lanes by the AVX2 kernel.
+            let small =
+                self.in_hw.1 < (i32::MAX as usize) / 4 && self.out_hw.1 < (i32::MAX as usize) / 4;
+            matches!(isa, Isa::Avx512 | Isa::Avx2Fma)
+                && cpu::supported(isa)
+                && (self.stride.1 == 1 || self.stride.1 == 2)
+                && (1..=DW_MAX_KW).contains(&self.kernel.1)
+                && small
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            let _ = isa;
+            false
+        }
+    }
 }
 
 /// `planes` consecutive planes of a depthwise convolution with horizontal dilation 1 and
 /// horizontal stride 1 or 2: plane `c` is
 /// `out[c][oy][ox] = bias[c] + Σ w[c][ky][kx] · x[c][oy·sh + ky·dh − pt][ox·sw + kx − pl]`,
 /// positions outside the input reading as zero, with input plane `c` of `x` (`in_h·in_w` floats
-/// each), filter `c` of `w` (`kh·kw` each), `bias[c]` (0 without biases) and output plane `c` of
-/// `out` (`oh·ow` each).
+/// from `c·plane_len.0` on), filter `c` of `w` (`kh·kw` each), `bias[c]` (0 without biases) and
+/// output plane `c` of `out` (`oh·ow` floats from `c·plane_len.1` on; the floats between
+/// planes are left alone).
 ///
 /// With `clamp = Some((lo, hi))` every output is clamped to `min(max(v, lo), hi)` (NaN kept)
 /// before it is stored.
 ///
-/// Returns `false`, computing nothing, when `isa` has no such kernel (AVX-512 and AVX2 have) or the
-/// geometry is outside what it handles; the caller then uses its portable loop.
+/// Returns `false`, computing nothing, when `isa` has no such kernel
+/// ([`DepthwisePlane::has_kernel`]) or the buffers are too short for the geometry; the caller
+/// then uses its portable loop.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn depthwise_planes(
     isa: Isa,
@@ -512,24 +545,22 @@ pub(crate) fn depthwise_planes(
     #[cfg(target_arch = "x86_64")]
     {
         let (kh, kw) = g.kernel;
-        // Column positions are computed in i32 lanes by the AVX2 kernel.
-        let small = g.in_hw.1 < (i32::MAX as usize) / 4 && g.out_hw.1 < (i32::MAX as usize) / 4;
-        let holds = |len: usize, a: usize, b: usize| {
-            a.checked_mul(b)
-                .and_then(|n| n.checked_mul(planes))
-                .is_some_and(|n| len >= n)
+        // Planes `0..planes` of `len` floats each, `step` apart, lie inside `have` floats.
+        let holds = |have: usize, len: Option<usize>, step: usize| match len {
+            Some(len) if step >= len => {
+                planes == 0
+                    || (planes - 1)
+                        .checked_mul(step)
+                        .and_then(|s| s.checked_add(len))
+                        .is_some_and(|n| have >= n)
+            }
+            _ => false,
         };
-        let fits = holds(x.len(), g.in_hw.0, g.in_hw.1)
-            && holds(w.len(), kh, kw)
-            && holds(out.len(), g.out_hw.0, g.out_hw.1)
+        let fits = holds(x.len(), g.in_hw.0.checked_mul(g.in_hw.1), g.plane_len.0)
+            && holds(w.len(), Some(kh * kw), kh * kw)
+            && holds(out.len(), g.out_hw.0.checked_mul(g.out_hw.1), g.plane_len.1)
             && bias.is_none_or(|b| b.len() >= planes);
-        let has_kernel = matches!(isa, Isa::Avx512 | Isa::Avx2Fma) && cpu::supported(isa);
-        if has_kernel
-            && (g.stride.1 == 1 || g.stride.1 == 2)
-            && (1..=DW_MAX_KW).contains(&kw)
-            && fits
-            && small
-        {
+        if g.has_kernel(isa) && fits {
             let plane = DwPlane {
                 in_h: g.in_hw.0,
                 in_w: g.in_hw.1,
@@ -541,15 +572,19 @@ pub(crate) fn depthwise_planes(
                 dilation_h: g.dilation_h,
                 pad_top: g.pad.0,
                 pad_left: g.pad.1,
+                in_plane: g.plane_len.0,
+                out_plane: g.plane_len.1,
                 clamp,
             };
             let (xp, wp, op) = (x.as_ptr(), w.as_ptr(), out.as_mut_ptr());
             let bp = bias.map_or(std::ptr::null(), <[f32]>::as_ptr);
             if isa == Isa::Avx512 {
-                // SAFETY: the CPU supports AVX-512 (checked); `x`, `w`, `out` and the biases
-                // hold at least planes·in_h·in_w, planes·kh·kw, planes·oh·ow and planes floats
-                // (checked, without overflow); `out` is a `&mut` slice, so it does not overlap
-                // `x`; kw ≤ DW_MAX_KW (checked).
+                // SAFETY: the CPU supports AVX-512 (`has_kernel`); input plane `c < planes`
+                // starts `c·in_plane` floats into `x` and holds in_h·in_w floats, output plane
+                // `c` starts `c·out_plane` floats into `out` and holds oh·ow, and `w` and the
+                // biases hold planes·kh·kw and planes floats (checked, without overflow);
+                // `out` is a `&mut` slice, so it does not overlap `x`; kw ≤ DW_MAX_KW
+                // (`has_kernel`).
                 unsafe {
                     if g.stride.1 == 1 {
                         avx512_depthwise::depthwise_planes::<1>(&plane, planes, xp, wp, bp, op)
@@ -559,16 +594,19 @@ pub(crate) fn depthwise_planes(
                 }
                 return true;
             }
-            let (in_len, w_len, out_len) =
-                (g.in_hw.0 * g.in_hw.1, kh * kw, g.out_hw.0 * g.out_hw.1);
+            let w_len = kh * kw;
             for c in 0..planes {
                 let b = bias.map_or(0.0, |b| b[c]);
-                // SAFETY: the CPU supports AVX2 and FMA (checked); plane `c < planes` of `x`,
-                // `w` and `out` holds in_h·in_w, kh·kw and oh·ow floats (checked above);
-                // `out` does not overlap `x`; kw ≤ DW_MAX_KW and the widths fit i32 lanes
-                // (checked).
+                // SAFETY: the CPU supports AVX2 and FMA (`has_kernel`); plane `c < planes` of
+                // `x`, `w` and `out` starts `c·in_plane`, `c·kh·kw` and `c·out_plane` floats in
+                // and holds in_h·in_w, kh·kw and oh·ow floats (checked above); `out` does not
+                // overlap `x`; kw ≤ DW_MAX_KW and the widths fit i32 lanes (`has_kernel`).
                 unsafe {
-                    let (xc, wc, oc) = (xp.add(c * in_len), wp.add(c * w_len), op.add(c * out_len));
+                    let (xc, wc, oc) = (
+                        xp.add(c * g.plane_len.0),
+                        wp.add(c * w_len),
+                        op.add(c * g.plane_len.1),
+                    );
                     if g.stride.1 == 1 {
                         avx2::depthwise_plane::<1>(&plane, xc, wc, b, oc)
                     } else {

@@ -1,0 +1,179 @@
+//! A 1×1 convolution whose output only a depthwise convolution reads becomes one internal
+//! `ConvDepthwise` node in the depthwise convolution's place (computed in bands of rows, so
+//! that the intermediate is never written out whole: `kernels::conv::PointwiseDepthwise`).
+//! Runs after the activations are fused, so that both convolutions carry theirs.
+
+use super::{absorb_declared, constant_f32, drop_removed, is_default, is_internal, sole_consumers};
+use crate::ir::{Attr, Graph, Node};
+use crate::ops;
+
+/// Fuses every such pair.
+pub(super) fn fuse_pointwise_depthwise(g: &mut Graph) {
+    let consumers = sole_consumers(g);
+    let mut removed = vec![false; g.nodes.len()];
+    for i in 0..g.nodes.len() {
+        let Some(mid) = pointwise_channels(g, &g.nodes[i]) else {
+            continue;
+        };
+        let Some(Some(between)) = g.nodes[i].outputs.first().copied() else {
+            continue;
+        };
+        let Some(d) = consumers[between] else {
+            continue;
+        };
+        let dw = &g.nodes[d];
+        if removed[d] || !is_depthwise_over(g, dw, between, mid) {
+            continue;
+        }
+        let Some(Some(out)) = dw.outputs.first().copied() else {
+            continue;
+        };
+        if !absorb_declared(g, &[between], out) {
+            continue;
+        }
+        let (pw, dw) = (&g.nodes[i], &g.nodes[d]);
+        let mut attrs = dw.attrs.clone();
+        for (from, to) in [
+            ("activation", "pointwise_activation"),
+            ("activation_params", "pointwise_activation_params"),
+        ] {
+            if let Some(a) = pw.attrs.get(from) {
+                attrs.insert(to.into(), a.clone());
+            }
+        }
+        let input = |n: &Node, k: usize| n.inputs.get(k).copied().flatten();
+        let fused = Node {
+            name: dw.name.clone(),
+            op_type: "ConvDepthwise".into(),
+            domain: ops::INTERNAL_DOMAIN.into(),
+            inputs: vec![
+                input(pw, 0),
+                input(pw, 1),
+                input(pw, 2),
+                input(dw, 1),
+                input(dw, 2),
+            ],
+            outputs: vec![Some(out)],
+            attrs,
+            captured: Vec::new(),
+        };
+        g.nodes[d] = fused;
+        removed[i] = true;
+    }
+    drop_removed(g, &removed);
+}
+
+/// Whether `n` is a plain or fused convolution without a residual input, whose weights and
+/// bias are float32 constants.
+fn is_conv_with_constants(g: &Graph, n: &Node) -> bool {
+    (is_default(n, "Conv") || is_internal(n, "FusedConv"))
+        && (2..=3).contains(&n.inputs.len())
+        && n.outputs.len() == 1
+        && n.inputs[0].is_some()
+        && constant_f32(g, n.inputs[1]).is_some()
+        && n.inputs
+            .get(2)
+            .copied()
+            .flatten()
+            .is_none_or(|b| constant_f32(g, Some(b)).is_some())
+}
+
+/// The output channels of `n` when it is a 2-D 1×1 convolution with stride 1, no padding and
+/// one group (its activation, if any, goes with it).
+fn pointwise_channels(g: &Graph, n: &Node) -> Option<usize> {
+    if !is_conv_with_constants(g, n) {
+        return None;
+    }
+    let (w, _) = constant_f32(g, n.inputs[1])?;
+    let ints_all = |name: &str, v: i64| match n.attrs.get(name) {
+        None => true,
+        Some(Attr::Ints(x)) => x.iter().all(|&e| e == v),
+        Some(_) => false,
+    };
+    let auto_pad_none = match n.attrs.get("auto_pad") {
+        None => true,
+        Some(Attr::String(s)) => s == b"NOTSET" || s == b"VALID",
+        Some(_) => false,
+    };
+    let one_group = matches!(n.attrs.get("group"), None | Some(Attr::Int(1)));
+    (w.len() == 4
+        && w[2..] == [1, 1]
+        && ints_all("strides", 1)
+        && ints_all("pads", 0)
+        && auto_pad_none
+        && one_group)
+        .then_some(w[0])
+}
+
+/// Whether `n` is a 2-D depthwise convolution of `x` (`channels` channels) whose activation,
+/// if any, clamps (Relu, Clip): the banded kernel applies those as it stores.
+fn is_depthwise_over(g: &Graph, n: &Node, x: crate::ir::ValueId, channels: usize) -> bool {
+    if !is_conv_with_constants(g, n) || n.inputs[0] != Some(x) {
+        return false;
+    }
+    let Some((w, _)) = constant_f32(g, n.inputs[1]) else {
+        return false;
+    };
+    let clamps = match n.attrs.get("activation") {
+        None => true,
+        Some(Attr::String(s)) => s == b"Relu" || s == b"Clip",
+        Some(_) => false,
+    };
+    w.len() == 4
+        && w[0] == channels
+        && w[1] == 1
+        && matches!(n.attrs.get("group"), Some(Attr::Int(c)) if *c == channels as i64)
+        && clamps
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{fused, ops, run_text, HEADER};
+
+    /// A MobileNet block's expansion and depthwise layers (Clip and Relu activations, a
+    /// stride, pads) become one node and compute what the two convolutions compute: the same
+    /// model with the pair kept apart (the 1×1 output also a graph output) is the reference.
+    #[test]
+    fn pointwise_and_depthwise_fuse_and_compute_the_same() {
+        let weights = |name: &str, dims: &str, n: usize, scale: f32| {
+            let v: Vec<String> = (0..n)
+                .map(|i| format!("{:.4}", ((i * 37 % 19) as f32 - 9.0) * scale))
+                .collect();
+            format!("float[{dims}] {name} = {{{}}}", v.join(", "))
+        };
+        let consts = [
+            weights("w1", "12, 3, 1, 1", 36, 0.1),
+            weights("b1", "12", 12, 0.05),
+            weights("w2", "12, 1, 3, 3", 108, 0.07),
+            weights("b2", "12", 12, 0.02),
+        ]
+        .join(", ");
+        let body = |extra_out: &str| {
+            format!(
+                "{HEADER}\nagraph (float[1, 3, 9, 11] x) => (float[1, 12, 5, 6] y{extra_out}) \
+                 <{consts}, float lo = {{0.0}}, float hi = {{6.0}}>\n{{\n\
+                 e = Conv(x, w1, b1)\n m = Clip(e, lo, hi)\n\
+                 d = Conv <group = 12, pads = [1, 1, 1, 1], strides = [2, 2]> (m, w2, b2)\n\
+                 y = Relu(d)\n}}"
+            )
+        };
+        let one = body("");
+        let g = fused(&one);
+        assert_eq!(ops(&g), ["ConvDepthwise"]);
+        // Kept apart: `m` is read by the depthwise Conv and is a graph output.
+        let apart = body(", float[1, 12, 9, 11] m");
+        assert_eq!(ops(&fused(&apart)), ["FusedConv", "FusedConv"]);
+        let x: Vec<f32> = (0..297)
+            .map(|i| ((i * 13 % 23) as f32 - 11.0) * 0.3)
+            .collect();
+        let (got, want) = (
+            run_text(&one, vec![1, 3, 9, 11], &x),
+            run_text(&apart, vec![1, 3, 9, 11], &x),
+        );
+        assert_eq!(got.len(), want.len());
+        assert!(want.iter().any(|&v| v > 0.0));
+        for (i, (a, b)) in got.iter().zip(want).enumerate() {
+            assert!((a - b).abs() <= 1e-5 * (1.0 + b.abs()), "[{i}] {a} vs {b}");
+        }
+    }
+}

@@ -1,0 +1,419 @@
+//! A pointwise (1×1) convolution and the depthwise convolution that reads its output, as one
+//! kernel ([`PointwiseDepthwise`]): the expansion and depthwise layers of a MobileNet block.
+//!
+//! Run one after the other, the pointwise layer writes its whole output (at 112² with 96
+//! channels, 4.8 MB, beyond L2) and the depthwise layer reads it back. Here the depthwise output
+//! is made in bands of rows instead: for each band, the pointwise GEMM computes only the rows
+//! of its output that the band's windows read, into a buffer of a few hundred KiB, and the
+//! depthwise plane kernel reads them from there while they are in L2. Consecutive bands share
+//! the rows their windows overlap on: those move to the top of the buffer rather than being
+//! computed again. With several threads, each takes a range of the channels (its rows of the
+//! pointwise weights and its depthwise planes), so their outputs are disjoint and nothing is
+//! computed twice.
+//!
+//! Where the intermediate is small enough to stay in L2 anyway, or the ISA has no depthwise
+//! plane kernel, the two convolutions run one after the other through a scratch buffer.
+#![forbid(unsafe_code)]
+
+use rayon::prelude::*;
+
+use super::{Conv2d, ConvFilters};
+use crate::kernels::activation::Activation;
+use crate::kernels::gemm::{self, Bias, Epilogue, MatRef};
+use crate::kernels::{depthwise, scratch, simd, KernelError};
+
+/// Bytes of pointwise output rows a band's buffer is sized for (per thread; L2 is 1 MiB on
+/// Zen 4 and 5, 2 MiB on Sapphire Rapids).
+const BAND_BYTES: usize = 384 << 10;
+
+/// An intermediate of fewer bytes per image stays in L2 between the two layers: no bands.
+const BANDED_MIN_BYTES: usize = 1 << 20;
+
+/// Channels per unit of the split between threads (the AVX-512 micro-kernel's rows).
+const CHANNEL_UNIT: usize = 8;
+
+/// `Y = act(depthwise(act₁(pointwise(X))))` for a 1×1 convolution with stride 1 and no padding
+/// followed by a depthwise convolution of its output, computed in bands of output rows (see
+/// the module documentation).
+#[derive(Clone, Debug)]
+pub struct PointwiseDepthwise {
+    pointwise: Conv2d,
+    pointwise_act: Activation,
+    /// The pointwise weights `[mid_channels, in_channels]`, row-major: the band GEMMs read row
+    /// ranges of them.
+    pointwise_weights: Vec<f32>,
+    depthwise: Conv2d,
+    /// [`BAND_BYTES`] and [`BANDED_MIN_BYTES`] (smaller in tests, to cover many bands on small
+    /// images).
+    band_bytes: (usize, usize),
+}
+
+impl PointwiseDepthwise {
+    /// The pair `pointwise` (a 1×1 convolution with stride 1, no padding, one group, whose
+    /// weights `pointwise_weights` are `[mid_c, in_c]`) then `pointwise_act`, then
+    /// `depthwise` over its output (same batch and image size, `mid_c` channels), prepared
+    /// for the same ISA.
+    pub fn new(
+        pointwise: Conv2d,
+        pointwise_weights: &[f32],
+        pointwise_act: Activation,
+        depthwise: Conv2d,
+    ) -> Result<Self, KernelError> {
+        let (p1, p2) = (&pointwise.p, &depthwise.p);
+        let pointwise_1x1 = p1.kernel_h == 1
+            && p1.kernel_w == 1
+            && p1.stride_h == 1
+            && p1.stride_w == 1
+            && p1.pad_top + p1.pad_left + p1.pad_bottom + p1.pad_right == 0
+            && p1.groups == 1;
+        let chained = p2.is_depthwise()
+            && p2.in_channels == p1.out_channels
+            && (p2.batch, p2.in_h, p2.in_w) == (p1.batch, p1.in_h, p1.in_w);
+        if !pointwise_1x1 || !chained || pointwise.isa != depthwise.isa {
+            return Err(KernelError::new(format!(
+                "pointwise-depthwise: {p1:?} then {p2:?} is not a 1×1 convolution and a \
+                 depthwise one over its output"
+            )));
+        }
+        if pointwise_weights.len() != p1.weights_len() {
+            return Err(KernelError::new(format!(
+                "pointwise-depthwise: {} pointwise weights, expected {}",
+                pointwise_weights.len(),
+                p1.weights_len()
+            )));
+        }
+        Ok(PointwiseDepthwise {
+            pointwise,
+            pointwise_act,
+            pointwise_weights: pointwise_weights.to_vec(),
+            depthwise,
+            band_bytes: (BAND_BYTES, BANDED_MIN_BYTES),
+        })
+    }
+
+    /// The same kernel with bands sized for `band` bytes, taken from `min` bytes of
+    /// intermediate per image on (tests).
+    #[cfg(test)]
+    fn with_band_bytes(mut self, band: usize, min: usize) -> Self {
+        self.band_bytes = (band, min);
+        self
+    }
+
+    /// The pointwise convolution's parameters.
+    pub fn pointwise_params(&self) -> &super::Conv2dParams {
+        &self.pointwise.p
+    }
+
+    /// The depthwise convolution's parameters.
+    pub fn depthwise_params(&self) -> &super::Conv2dParams {
+        &self.depthwise.p
+    }
+
+    /// Runs both convolutions: `output = act(depthwise(act₁(pointwise(input))))`, `input` of the
+    /// pointwise convolution's input length, `output` of the depthwise one's output length.
+    pub fn run(&self, input: &[f32], output: &mut [f32], act: Activation) {
+        let (p1, p2) = (&self.pointwise.p, &self.depthwise.p);
+        assert_eq!(
+            input.len(),
+            p1.input_len(),
+            "pointwise-depthwise: input length"
+        );
+        assert_eq!(
+            output.len(),
+            p2.output_len(),
+            "pointwise-depthwise: output length"
+        );
+        if output.is_empty() {
+            return;
+        }
+        let mid_bytes = p2.in_channels * p2.in_h * p2.in_w * size_of::<f32>();
+        let banded = mid_bytes >= self.band_bytes.1
+            && (act == Activation::None || act.clamp_bounds().is_some())
+            && depthwise::plane_geometry(p2).is_some_and(|g| g.has_kernel(self.depthwise.isa));
+        if !banded {
+            scratch::with_f32(p1.output_len(), |mid| {
+                self.pointwise.run(input, mid, self.pointwise_act);
+                self.depthwise.run(mid, output, act);
+            });
+            return;
+        }
+        let mid_c = p2.in_channels;
+        let (in_len, out_len) = (p1.in_channels * p1.in_h * p1.in_w, p2.out_h() * p2.out_w());
+        let threads = rayon::current_num_threads();
+        let units = mid_c.div_ceil(CHANNEL_UNIT);
+        let parts = threads.min(units).max(1);
+        let part_c = units.div_ceil(parts) * CHANNEL_UNIT;
+        for (x, out) in input
+            .chunks_exact(in_len)
+            .zip(output.chunks_exact_mut(mid_c * out_len))
+        {
+            let part = |(i, o): (usize, &mut [f32])| {
+                let c0 = i * part_c;
+                self.run_channels(x, (c0, c0 + o.len() / out_len), o, act);
+            };
+            if parts > 1 {
+                out.par_chunks_mut(part_c * out_len)
+                    .enumerate()
+                    .for_each(part);
+            } else {
+                part((0, out));
+            }
+        }
+    }
+
+    /// Output planes `c0..c1` of one image (`out`, from plane `c0` on) from its input `x`, band
+    /// by band.
+    fn run_channels(&self, x: &[f32], (c0, c1): (usize, usize), out: &mut [f32], act: Activation) {
+        let (p1, p2) = (&self.pointwise.p, &self.depthwise.p);
+        let isa = self.depthwise.isa;
+        let (h, w, cin, ch) = (p2.in_h, p2.in_w, p1.in_channels, c1 - c0);
+        let (oh, ow, s) = (p2.out_h(), p2.out_w(), p2.stride_h);
+        let reach = (p2.kernel_h - 1) * p2.dilation_h + 1;
+        let rows = band_rows(ch * w * size_of::<f32>(), self.band_bytes.0, reach, s).min(oh);
+        // The rows of a band's windows, at most: the buffer holds `cap` rows of each plane.
+        let cap = ((rows - 1) * s + reach).min(h);
+        let ConvFilters::Depthwise(filters) = &*self.depthwise.filters else {
+            unreachable!("a depthwise convolution has depthwise filters")
+        };
+        let khw = p2.kernel_h * p2.kernel_w;
+        let filters = &filters[c0 * khw..c1 * khw];
+        let bias_dw = self.depthwise.bias.as_ref().map(|b| &b[c0..c1]);
+        let ep = Epilogue {
+            bias: (self.pointwise.bias.as_ref()).map_or(Bias::None, |b| Bias::PerRow(&b[c0..c1])),
+            residual: None,
+            activation: self.pointwise_act,
+        };
+        let a = MatRef::row_major(&self.pointwise_weights[c0 * cin..c1 * cin], ch, cin);
+        let mut base = depthwise::plane_geometry(p2).expect("checked by run");
+        base.plane_len = (cap * w, oh * ow);
+        scratch::with_f32(ch * cap * w, |buf| {
+            // The input rows `held.0..held.1` are in rows `0..` of the buffer's planes.
+            let mut held = (0, 0);
+            for oy0 in (0..oh).step_by(rows) {
+                let oy1 = (oy0 + rows).min(oh);
+                // The input rows the band's windows read: `lo..hi`, inside the image.
+                let hi = ((oy1 - 1) * s + reach).saturating_sub(p2.pad_top).min(h);
+                let lo = (oy0 * s).saturating_sub(p2.pad_top).min(hi);
+                let keep = if (held.0..held.1).contains(&lo) {
+                    held.1 - lo
+                } else {
+                    0
+                };
+                if keep > 0 && lo > held.0 {
+                    let from = (lo - held.0) * w;
+                    for plane in buf.chunks_exact_mut(cap * w) {
+                        plane.copy_within(from..from + keep * w, 0);
+                    }
+                }
+                let first = lo + keep;
+                if hi > first {
+                    let b = MatRef {
+                        data: &x[first * w..],
+                        rows: cin,
+                        cols: (hi - first) * w,
+                        row_stride: h * w,
+                        col_stride: 1,
+                    };
+                    let c = &mut buf[keep * w..];
+                    gemm::sgemm_with(isa, false, 1.0, a, b, 0.0, c, cap * w, &ep);
+                }
+                held = (lo, hi);
+                // Output row `oy0 + r` reads input row `(oy0 + r)·s + ky·d − pad_top`, which
+                // is row `r·s + ky·d − (pad_top + lo − oy0·s)` of the buffer (the subtraction
+                // cannot go below zero while the band reads any row).
+                let mut g = base;
+                g.in_hw.0 = hi - lo;
+                g.out_hw.0 = oy1 - oy0;
+                g.pad.0 = (p2.pad_top + lo).saturating_sub(oy0 * s);
+                let o = &mut out[oy0 * ow..];
+                let done = simd::depthwise_planes(
+                    isa,
+                    &g,
+                    ch,
+                    buf,
+                    filters,
+                    bias_dw,
+                    act.clamp_bounds(),
+                    o,
+                );
+                assert!(
+                    done,
+                    "pointwise-depthwise: the plane kernel declined a band"
+                );
+            }
+        });
+    }
+}
+
+/// Output rows per band: the most whose input window (`(rows − 1)·stride + reach` rows of
+/// `row_bytes` each) fits in `budget` bytes, rounded down to a multiple of the plane kernels'
+/// four-row step, and at least four.
+fn band_rows(row_bytes: usize, budget: usize, reach: usize, stride: usize) -> usize {
+    let window = budget / row_bytes.max(1);
+    let rows = window.saturating_sub(reach) / stride + 1;
+    (rows / 4 * 4).max(4)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::Conv2dParams;
+    use super::*;
+    use crate::kernels::cpu::{self, Isa};
+    use crate::kernels::reference::{self, Rng};
+
+    /// The pair computed by the reference convolution twice.
+    #[allow(clippy::too_many_arguments)]
+    fn reference_pair(
+        p1: &Conv2dParams,
+        p2: &Conv2dParams,
+        x: &[f32],
+        (w1, b1): (&[f32], &[f32]),
+        (w2, b2): (&[f32], &[f32]),
+        (act1, act2): (Activation, Activation),
+    ) -> Vec<f32> {
+        let mut mid = vec![0.0; p1.output_len()];
+        reference::conv2d_ref(p1, x, w1, Some(b1), act1, &mut mid);
+        let mut want = vec![0.0; p2.output_len()];
+        reference::conv2d_ref(p2, &mid, w2, Some(b2), act2, &mut want);
+        want
+    }
+
+    /// Random pairs (strides 1 and 2, 3×3 and 5×5, pads, odd sizes, channel counts off the
+    /// split unit, batches) on every ISA the CPU has, banded into bands of a few rows (the
+    /// buffer's sliding rows, the image's top and bottom edges), at 1 and 3 threads, against
+    /// the reference; and the unbanded path.
+    #[test]
+    fn bands_match_the_two_convolutions() {
+        let mut rng = Rng::new(11);
+        // (batch, in_c, mid_c, h, w, k, stride, pads [top, left, bottom, right])
+        let cases = [
+            (1, 3, 16, 17, 19, 3, 1, [1, 1, 1, 1]),
+            (1, 4, 20, 23, 21, 3, 2, [1, 1, 1, 1]),
+            (2, 5, 9, 14, 33, 3, 2, [0, 1, 1, 0]),
+            (1, 6, 24, 30, 12, 5, 1, [2, 2, 2, 2]),
+            (1, 2, 17, 9, 40, 5, 2, [2, 0, 3, 2]),
+            (1, 3, 8, 6, 6, 3, 1, [0, 0, 0, 0]),
+            (1, 3, 8, 5, 7, 3, 2, [4, 1, 4, 1]),
+        ];
+        let acts = [
+            (
+                Activation::Clip { min: 0.0, max: 6.0 },
+                Activation::Clip { min: 0.0, max: 6.0 },
+            ),
+            (Activation::Relu, Activation::None),
+            (Activation::Sigmoid, Activation::Relu),
+        ];
+        for isa in cpu::test_isas() {
+            for (i, &(n, cin, mid, h, w, k, s, pad)) in cases.iter().enumerate() {
+                let p1 = Conv2dParams {
+                    batch: n,
+                    in_channels: cin,
+                    in_h: h,
+                    in_w: w,
+                    out_channels: mid,
+                    kernel_h: 1,
+                    kernel_w: 1,
+                    stride_h: 1,
+                    stride_w: 1,
+                    dilation_h: 1,
+                    dilation_w: 1,
+                    groups: 1,
+                    ..Default::default()
+                };
+                let p2 = Conv2dParams {
+                    in_channels: mid,
+                    kernel_h: k,
+                    kernel_w: k,
+                    stride_h: s,
+                    stride_w: s,
+                    pad_top: pad[0],
+                    pad_left: pad[1],
+                    pad_bottom: pad[2],
+                    pad_right: pad[3],
+                    groups: mid,
+                    ..p1
+                };
+                let x = rng.vec(p1.input_len());
+                let (w1, b1) = (rng.vec(p1.weights_len()), rng.vec(mid));
+                let (w2, b2) = (rng.vec(p2.weights_len()), rng.vec(mid));
+                let (act1, act2) = acts[i % acts.len()];
+                let want = reference_pair(&p1, &p2, &x, (&w1, &b1), (&w2, &b2), (act1, act2));
+                let pw = Conv2d::with_isa(isa, p1, &w1, Some(&b1)).unwrap();
+                let dw = Conv2d::with_isa(isa, p2, &w2, Some(&b2)).unwrap();
+                let fused = PointwiseDepthwise::new(pw, &w1, act1, dw).unwrap();
+                // Bands of about two to six rows; then one band; then no bands.
+                let row = mid * w * 4;
+                for (band, min) in [
+                    (row * 3, 0),
+                    (row * 13, 0),
+                    (usize::MAX / 2, 0),
+                    (1, usize::MAX),
+                ] {
+                    let kernel = fused.clone().with_band_bytes(band, min);
+                    for threads in [1, 3] {
+                        let pool = rayon::ThreadPoolBuilder::new()
+                            .num_threads(threads)
+                            .build()
+                            .unwrap();
+                        let mut got = vec![f32::NAN; p2.output_len()];
+                        pool.install(|| kernel.run(&x, &mut got, act2));
+                        for (j, (&g, &e)) in got.iter().zip(&want).enumerate() {
+                            assert!(
+                                (g - e).abs() <= 1e-4 * (1.0 + e.abs()),
+                                "{isa:?} case {i} band {band} t{threads} [{j}]: {g} vs {e}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Pairs that are not a 1×1 convolution then a depthwise one over its output are refused.
+    #[test]
+    fn refuses_what_is_not_a_pointwise_depthwise_pair() {
+        let isa = Isa::Portable;
+        let p1 = Conv2dParams {
+            batch: 1,
+            in_channels: 2,
+            in_h: 5,
+            in_w: 5,
+            out_channels: 4,
+            kernel_h: 1,
+            kernel_w: 1,
+            stride_h: 1,
+            stride_w: 1,
+            dilation_h: 1,
+            dilation_w: 1,
+            groups: 1,
+            ..Default::default()
+        };
+        let dw = Conv2dParams {
+            in_channels: 4,
+            kernel_h: 3,
+            kernel_w: 3,
+            groups: 4,
+            ..p1
+        };
+        let make = |p: Conv2dParams| Conv2d::with_isa(isa, p, &vec![1.0; p.weights_len()], None);
+        let w1 = vec![1.0; 8];
+        let ok =
+            PointwiseDepthwise::new(make(p1).unwrap(), &w1, Activation::None, make(dw).unwrap());
+        assert!(ok.is_ok());
+        let strided = Conv2dParams { stride_h: 2, ..p1 };
+        let wider = Conv2dParams { in_w: 6, ..dw };
+        let dense = Conv2dParams { groups: 1, ..dw };
+        for (a, b) in [(strided, dw), (p1, wider), (p1, dense)] {
+            let r =
+                PointwiseDepthwise::new(make(a).unwrap(), &w1, Activation::None, make(b).unwrap());
+            assert!(r.is_err(), "{a:?} {b:?}");
+        }
+        let short = PointwiseDepthwise::new(
+            make(p1).unwrap(),
+            &w1[..7],
+            Activation::None,
+            make(dw).unwrap(),
+        );
+        assert!(short.is_err());
+    }
+}

@@ -1,0 +1,165 @@
+//! `ConvDepthwise` (internal): a 1×1 convolution and the depthwise convolution over its output,
+//! computed together in bands of rows (`kernels::conv::PointwiseDepthwise`), so that the
+//! intermediate tensor is never written out whole. The graph rewrites make it from a `Conv`
+//! (or `FusedConv`) pair: `Y = act(DepthwiseConv(pointwise_act(Conv1x1(X, W1, B1)), W2, B2))`,
+//! with inputs `X, W1, B1, W2, B2` (the biases optional, the weights constant) and the
+//! depthwise convolution's attributes.
+
+use super::spatial::window;
+use super::util::{f32_of, f32_out};
+use super::{fused_activation, fused_activation_named, BuildCtx, Built, Kernel, OpDef, FLOAT};
+use crate::error::{Result, Status};
+use crate::ir::{DataType, Tensor};
+use crate::kernels::activation::Activation;
+use crate::kernels::conv::{Conv2d, Conv2dParams, ConvFilters, PointwiseDepthwise};
+
+/// The `ConvDepthwise` operator.
+pub static DEF: OpDef = OpDef {
+    op_type: "ConvDepthwise",
+    domain: super::INTERNAL_DOMAIN,
+    min_opset: 1,
+    newest: 1,
+    attributes: &[
+        "auto_pad",
+        "dilations",
+        "group",
+        "kernel_shape",
+        "pads",
+        "strides",
+        "activation",
+        "activation_params",
+        "pointwise_activation",
+        "pointwise_activation_params",
+    ],
+    types: FLOAT,
+    build,
+};
+
+struct ConvDepthwiseKernel {
+    fused: PointwiseDepthwise,
+    activation: Activation,
+}
+
+impl Kernel for ConvDepthwiseKernel {
+    fn overwrites_outputs(&self) -> bool {
+        true
+    }
+
+    fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor]) -> Result<()> {
+        let x = f32_of(inputs, 0)?;
+        let out = f32_out(&mut outputs[0])?;
+        self.fused.run(x, out, self.activation);
+        Ok(())
+    }
+}
+
+fn build(ctx: &BuildCtx) -> Result<Built> {
+    ctx.arity(4, 5, 1, 1)?;
+    let x = ctx.float_input(0)?;
+    let (w1, w2) = (ctx.float_input(1)?, ctx.float_input(3)?);
+    let &[n, cin, h, w] = x.shape else {
+        return Err(ctx.err(
+            Status::UnsupportedShape,
+            format!("input of shape {:?}: only images (N, C, H, W)", x.shape),
+        ));
+    };
+    let mid = w1.shape.first().copied().unwrap_or(0);
+    let &[_, 1, kh, kw] = w2.shape else {
+        return Err(ctx.err(
+            Status::InvalidModel,
+            format!("depthwise weights of shape {:?}", w2.shape),
+        ));
+    };
+    let group = ctx.attr_int("group", 1)?;
+    if w1.shape != [mid, cin, 1, 1] || w2.shape[0] != mid || group != mid as i64 {
+        return Err(ctx.err(
+            Status::InvalidModel,
+            format!(
+                "weights {:?} and {:?} with group {group} are not a 1×1 convolution of the \
+                 input {:?} and a depthwise one of its output",
+                w1.shape, w2.shape, x.shape
+            ),
+        ));
+    }
+    if let Some(ks) = ctx.attr_ints("kernel_shape")? {
+        if ks != [kh as i64, kw as i64] {
+            return Err(ctx.err(
+                Status::InvalidModel,
+                format!("kernel_shape {ks:?} contradicts weights {:?}", w2.shape),
+            ));
+        }
+    }
+    let constant = |i: usize| -> Result<Option<&[f32]>> {
+        match ctx.opt_input(i) {
+            None => Ok(None),
+            Some(_) => {
+                let t = ctx.float_input(i)?;
+                if i % 2 == 0 && t.shape != [mid] {
+                    return Err(ctx.err(
+                        Status::InvalidModel,
+                        format!("bias of shape {:?}, expected [{mid}]", t.shape),
+                    ));
+                }
+                match t.constant {
+                    Some(c) => c.as_f32().map(Some),
+                    None => Err(ctx.err(
+                        Status::UnsupportedOperator,
+                        format!("input {i} is not a constant"),
+                    )),
+                }
+            }
+        }
+    };
+    let (w1c, b1) = (constant(1)?.unwrap_or_default(), constant(2)?);
+    let (w2c, b2) = (constant(3)?.unwrap_or_default(), constant(4)?);
+    let win = window(ctx, [h, w], 2, &[kh, kw], false)?;
+    let pointwise = Conv2dParams {
+        batch: n,
+        in_channels: cin,
+        in_h: h,
+        in_w: w,
+        out_channels: mid,
+        kernel_h: 1,
+        kernel_w: 1,
+        stride_h: 1,
+        stride_w: 1,
+        dilation_h: 1,
+        dilation_w: 1,
+        groups: 1,
+        ..Default::default()
+    };
+    let depthwise = Conv2dParams {
+        in_channels: mid,
+        kernel_h: kh,
+        kernel_w: kw,
+        stride_h: win.strides[0],
+        stride_w: win.strides[1],
+        pad_top: win.pads[0],
+        pad_left: win.pads[1],
+        pad_bottom: win.pads[2],
+        pad_right: win.pads[3],
+        dilation_h: win.dilations[0],
+        dilation_w: win.dilations[1],
+        groups: mid,
+        ..pointwise
+    };
+    let isa = crate::kernels::cpu::isa();
+    let invalid = |e: crate::kernels::KernelError| ctx.err(Status::InvalidModel, e.message);
+    let conv = |i: usize, p: Conv2dParams, wt: &[f32], b: Option<&[f32]>| -> Result<Conv2d> {
+        let filters = ctx.prepared(i, &super::conv::filters_tag(isa, &p), || {
+            ConvFilters::prepare(isa, &p, wt).map_err(invalid)
+        })?;
+        Conv2d::with_filters(isa, p, filters, b).map_err(invalid)
+    };
+    let pw = conv(1, pointwise, w1c, b1)?;
+    let dw = conv(3, depthwise, w2c, b2)?;
+    let pointwise_act = fused_activation_named(ctx, "pointwise_activation")?;
+    let fused = PointwiseDepthwise::new(pw, w1c, pointwise_act, dw).map_err(invalid)?;
+    Ok(Built {
+        outputs: vec![(DataType::F32, vec![n, mid, win.out[0], win.out[1]])],
+        kernel: Box::new(ConvDepthwiseKernel {
+            fused,
+            activation: fused_activation(ctx)?,
+        }),
+    })
+}
