@@ -3,8 +3,9 @@
 This library's side comes from its own trace (ONNXIFI_RUST_TRACE, written by `onnxifi-run
 bench`), ONNX Runtime's from its profiler (intra-op spinning off). Both fuse nodes, so layers
 are paired by kind, in execution order: the k-th convolution of one with the k-th of the
-other, likewise matrix products; the rest is summed by operator type. Each layer's time is the
-median over the measured runs. ONNX Runtime's profiler adds its own cost to every node, so its
+other, likewise matrix products (this library's `ConvDepthwise` is two convolutions in one
+node, so on models that have it the convolutions pair up only in their sum); the rest is
+summed by operator type. Each layer's time is the median over the measured runs. ONNX Runtime's profiler adds its own cost to every node, so its
 per-node sum runs above its plain latency: read the table for where the gaps lie, and
 `compare_ort.py` for the latency.
 
@@ -29,7 +30,7 @@ import onnxruntime as ort  # noqa: E402
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import compare_ort  # noqa: E402
 
-CONV = {"Conv", "FusedConv"}
+CONV = {"Conv", "FusedConv", "ConvDepthwise"}
 PRODUCT = {"MatMul", "FusedMatMul", "Gemm", "FusedGemm"}
 
 
