@@ -94,7 +94,8 @@ fn build(ctx: &BuildCtx) -> Result<Built> {
             None => Ok(None),
             Some(_) => {
                 let t = ctx.float_input(i)?;
-                if i % 2 == 0 && t.shape != [mid] {
+                let is_bias = i == 2 || i == 4;
+                if is_bias && t.shape != [mid] {
                     return Err(ctx.err(
                         Status::InvalidModel,
                         format!("bias of shape {:?}, expected [{mid}]", t.shape),
