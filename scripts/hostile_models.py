@@ -1231,6 +1231,28 @@ def internal_domain_specs():
         add(f"onnxifi.rust::FusedConv {act} 3-channel weights", lambda a=at: model(
             "FusedConv", [vi("x", 1, [1, 1, 4, 4])], [const("w", [0.5] * 12, 1, [1, 3, 2, 2])],
             **a))
+        add(f"onnxifi.rust::ConvDepthwise {act}", lambda a=at: model(
+            "ConvDepthwise", [vi("x", 1, [1, 2, 4, 4])],
+            [const("w1", [0.5] * 6, 1, [3, 2, 1, 1]), const("b1", [0.1] * 3, 1, [3]),
+             const("w2", [0.5] * 27, 1, [3, 1, 3, 3]), const("b2", [0.1] * 3, 1, [3])],
+            group=3, pads=[1, 1, 1, 1], pointwise_activation=a["activation"], **a))
+    add("onnxifi.rust::ConvDepthwise group not the channels", lambda: model(
+        "ConvDepthwise", [vi("x", 1, [1, 2, 4, 4])],
+        [const("w1", [0.5] * 6, 1, [3, 2, 1, 1]), const("b1", [0.1] * 3, 1, [3]),
+         const("w2", [0.5] * 27, 1, [3, 1, 3, 3])], group=2))
+    add("onnxifi.rust::ConvDepthwise dense second weights", lambda: model(
+        "ConvDepthwise", [vi("x", 1, [1, 2, 4, 4])],
+        [const("w1", [0.5] * 6, 1, [3, 2, 1, 1]), const("b1", [0.1] * 3, 1, [3]),
+         const("w2", [0.5] * 81, 1, [3, 3, 3, 3])], group=3))
+    # A small output over an intermediate of 2^16 channels at 1024² (256 GiB): refused while
+    # planning, not allocated.
+    add("onnxifi.rust::ConvDepthwise 256 GiB intermediate", lambda: model(
+        "ConvDepthwise", [vi("x", 1, [1, 1, 1024, 1024])],
+        [const("w1", [0.5] * 65536, 1, [65536, 1, 1, 1]), const("b1", [0.0] * 65536, 1, [65536]),
+         const("w2", [0.5] * 65536, 1, [65536, 1, 1, 1])], group=65536,
+        strides=[1024, 1024]))
+    add("onnxifi.rust::ConvDepthwise without weights", lambda: model(
+        "ConvDepthwise", [vi("x", 1, [1, 2, 4, 4])], []))
     add("onnxifi.rust::FusedConv without weights", lambda: model(
         "FusedConv", [vi("x", 1, [1, 1, 4, 4])], []))
     add("onnxifi.rust::FusedMatMul one input", lambda: model(

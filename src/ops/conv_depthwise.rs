@@ -113,6 +113,9 @@ fn build(ctx: &BuildCtx) -> Result<Built> {
     };
     let (w1c, b1) = (constant(1)?.unwrap_or_default(), constant(2)?);
     let (w2c, b2) = (constant(3)?.unwrap_or_default(), constant(4)?);
+    // The intermediate is never a tensor of the plan, whose size the planner would check; the
+    // kernel's scratch holds it whole where it does not band.
+    ctx.check_fits(DataType::F32, &[n, mid, h, w])?;
     let win = window(ctx, [h, w], 2, &[kh, kw], false)?;
     let pointwise = Conv2dParams {
         batch: n,

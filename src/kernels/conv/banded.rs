@@ -99,16 +99,6 @@ impl PointwiseDepthwise {
         self
     }
 
-    /// The pointwise convolution's parameters.
-    pub fn pointwise_params(&self) -> &super::Conv2dParams {
-        &self.pointwise.p
-    }
-
-    /// The depthwise convolution's parameters.
-    pub fn depthwise_params(&self) -> &super::Conv2dParams {
-        &self.depthwise.p
-    }
-
     /// Runs both convolutions: `output = act(depthwise(act₁(pointwise(input))))`, `input` of the
     /// pointwise convolution's input length, `output` of the depthwise one's output length.
     pub fn run(&self, input: &[f32], output: &mut [f32], act: Activation) {

@@ -557,7 +557,7 @@ pub(crate) fn depthwise_planes(
             _ => false,
         };
         let fits = holds(x.len(), g.in_hw.0.checked_mul(g.in_hw.1), g.plane_len.0)
-            && holds(w.len(), Some(kh * kw), kh * kw)
+            && holds(w.len(), kh.checked_mul(kw), kh.saturating_mul(kw))
             && holds(out.len(), g.out_hw.0.checked_mul(g.out_hw.1), g.plane_len.1)
             && bias.is_none_or(|b| b.len() >= planes);
         if g.has_kernel(isa) && fits {
