@@ -118,6 +118,7 @@ impl PointwiseDepthwise {
         }
         let mid_bytes = p2.in_channels * p2.in_h * p2.in_w * size_of::<f32>();
         let banded = mid_bytes >= self.band_bytes.1
+            && p1.in_channels > 0
             && (act == Activation::None || act.clamp_bounds().is_some())
             && depthwise::plane_geometry(p2).is_some_and(|g| g.has_kernel(self.depthwise.isa));
         if !banded {
@@ -284,6 +285,8 @@ mod tests {
             (1, 2, 17, 9, 40, 5, 2, [2, 0, 3, 2]),
             (1, 3, 8, 6, 6, 3, 1, [0, 0, 0, 0]),
             (1, 3, 8, 5, 7, 3, 2, [4, 1, 4, 1]),
+            // No input channels: the intermediate is the pointwise biases.
+            (1, 0, 8, 6, 6, 3, 1, [1, 1, 1, 1]),
         ];
         let acts = [
             (
