@@ -319,21 +319,7 @@ fn pointwise_depthwise_case(
     fused: bool,
     rng: &mut Rng,
 ) -> Case {
-    let p1 = Conv2dParams {
-        batch: 1,
-        in_channels: ic,
-        in_h: hw,
-        in_w: hw,
-        out_channels: mid,
-        kernel_h: 1,
-        kernel_w: 1,
-        stride_h: 1,
-        stride_w: 1,
-        dilation_h: 1,
-        dilation_w: 1,
-        groups: 1,
-        ..Default::default()
-    };
+    let p1 = Conv2dParams::pointwise(1, ic, (hw, hw), mid);
     let p2 = Conv2dParams {
         in_channels: mid,
         kernel_h: k,

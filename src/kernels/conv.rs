@@ -70,6 +70,31 @@ pub struct Conv2dParams {
 }
 
 impl Conv2dParams {
+    /// A 1×1 convolution with stride 1, no padding and one group, from `in_channels` to
+    /// `out_channels` over `batch` images of `h×w`.
+    pub fn pointwise(
+        batch: usize,
+        in_channels: usize,
+        (h, w): (usize, usize),
+        out_channels: usize,
+    ) -> Self {
+        Conv2dParams {
+            batch,
+            in_channels,
+            in_h: h,
+            in_w: w,
+            out_channels,
+            kernel_h: 1,
+            kernel_w: 1,
+            stride_h: 1,
+            stride_w: 1,
+            dilation_h: 1,
+            dilation_w: 1,
+            groups: 1,
+            ..Default::default()
+        }
+    }
+
     /// Whether every channel is its own group (one filter per channel).
     pub fn is_depthwise(&self) -> bool {
         self.groups == self.in_channels && self.groups == self.out_channels

@@ -117,21 +117,7 @@ fn build(ctx: &BuildCtx) -> Result<Built> {
     // kernel's scratch holds it whole where it does not band.
     ctx.check_fits(DataType::F32, &[n, mid, h, w])?;
     let win = window(ctx, [h, w], 2, &[kh, kw], false)?;
-    let pointwise = Conv2dParams {
-        batch: n,
-        in_channels: cin,
-        in_h: h,
-        in_w: w,
-        out_channels: mid,
-        kernel_h: 1,
-        kernel_w: 1,
-        stride_h: 1,
-        stride_w: 1,
-        dilation_h: 1,
-        dilation_w: 1,
-        groups: 1,
-        ..Default::default()
-    };
+    let pointwise = Conv2dParams::pointwise(n, cin, (h, w), mid);
     let depthwise = Conv2dParams {
         in_channels: mid,
         kernel_h: kh,

@@ -298,21 +298,7 @@ mod tests {
         ];
         for isa in cpu::test_isas() {
             for (i, &(n, cin, mid, h, w, k, s, pad)) in cases.iter().enumerate() {
-                let p1 = Conv2dParams {
-                    batch: n,
-                    in_channels: cin,
-                    in_h: h,
-                    in_w: w,
-                    out_channels: mid,
-                    kernel_h: 1,
-                    kernel_w: 1,
-                    stride_h: 1,
-                    stride_w: 1,
-                    dilation_h: 1,
-                    dilation_w: 1,
-                    groups: 1,
-                    ..Default::default()
-                };
+                let p1 = Conv2dParams::pointwise(n, cin, (h, w), mid);
                 let p2 = Conv2dParams {
                     in_channels: mid,
                     kernel_h: k,
@@ -366,21 +352,7 @@ mod tests {
     #[test]
     fn refuses_what_is_not_a_pointwise_depthwise_pair() {
         let isa = Isa::Portable;
-        let p1 = Conv2dParams {
-            batch: 1,
-            in_channels: 2,
-            in_h: 5,
-            in_w: 5,
-            out_channels: 4,
-            kernel_h: 1,
-            kernel_w: 1,
-            stride_h: 1,
-            stride_w: 1,
-            dilation_h: 1,
-            dilation_w: 1,
-            groups: 1,
-            ..Default::default()
-        };
+        let p1 = Conv2dParams::pointwise(1, 2, (5, 5), 4);
         let dw = Conv2dParams {
             in_channels: 4,
             kernel_h: 3,
