@@ -320,19 +320,7 @@ fn pointwise_depthwise_case(
     rng: &mut Rng,
 ) -> Case {
     let p1 = Conv2dParams::pointwise(1, ic, (hw, hw), mid);
-    let p2 = Conv2dParams {
-        in_channels: mid,
-        kernel_h: k,
-        kernel_w: k,
-        stride_h: s,
-        stride_w: s,
-        pad_top: k / 2,
-        pad_left: k / 2,
-        pad_bottom: k / 2,
-        pad_right: k / 2,
-        groups: mid,
-        ..p1
-    };
+    let p2 = p1.depthwise_of_output((k, k), (s, s), [k / 2; 4], (1, 1));
     let relu6 = Activation::Clip { min: 0.0, max: 6.0 };
     let copies = cold_copies();
     let mut layers: Vec<_> = (0..copies)

@@ -95,6 +95,35 @@ impl Conv2dParams {
         }
     }
 
+    /// The depthwise convolution over this convolution's output (its images, channels and
+    /// size), with the given kernel, strides, pads `[top, left, bottom, right]` and dilations.
+    pub fn depthwise_of_output(
+        &self,
+        kernel: (usize, usize),
+        stride: (usize, usize),
+        pads: [usize; 4],
+        dilation: (usize, usize),
+    ) -> Self {
+        Conv2dParams {
+            batch: self.batch,
+            in_channels: self.out_channels,
+            in_h: self.out_h(),
+            in_w: self.out_w(),
+            out_channels: self.out_channels,
+            kernel_h: kernel.0,
+            kernel_w: kernel.1,
+            stride_h: stride.0,
+            stride_w: stride.1,
+            pad_top: pads[0],
+            pad_left: pads[1],
+            pad_bottom: pads[2],
+            pad_right: pads[3],
+            dilation_h: dilation.0,
+            dilation_w: dilation.1,
+            groups: self.out_channels,
+        }
+    }
+
     /// Whether every channel is its own group (one filter per channel).
     pub fn is_depthwise(&self) -> bool {
         self.groups == self.in_channels && self.groups == self.out_channels

@@ -118,21 +118,12 @@ fn build(ctx: &BuildCtx) -> Result<Built> {
     ctx.check_fits(DataType::F32, &[n, mid, h, w])?;
     let win = window(ctx, [h, w], 2, &[kh, kw], false)?;
     let pointwise = Conv2dParams::pointwise(n, cin, (h, w), mid);
-    let depthwise = Conv2dParams {
-        in_channels: mid,
-        kernel_h: kh,
-        kernel_w: kw,
-        stride_h: win.strides[0],
-        stride_w: win.strides[1],
-        pad_top: win.pads[0],
-        pad_left: win.pads[1],
-        pad_bottom: win.pads[2],
-        pad_right: win.pads[3],
-        dilation_h: win.dilations[0],
-        dilation_w: win.dilations[1],
-        groups: mid,
-        ..pointwise
-    };
+    let depthwise = pointwise.depthwise_of_output(
+        (kh, kw),
+        (win.strides[0], win.strides[1]),
+        win.pads,
+        (win.dilations[0], win.dilations[1]),
+    );
     let isa = crate::kernels::cpu::isa();
     let invalid = |e: crate::kernels::KernelError| ctx.err(Status::InvalidModel, e.message);
     let conv = |i: usize, p: Conv2dParams, wt: &[f32], b: Option<&[f32]>| -> Result<Conv2d> {

@@ -17,7 +17,7 @@
 
 use rayon::prelude::*;
 
-use super::{Conv2d, ConvFilters};
+use super::{Conv2d, ConvFilters, GemmInput, Path};
 use crate::kernels::activation::Activation;
 use crate::kernels::gemm::{self, Bias, Epilogue, MatRef};
 use crate::kernels::{depthwise, scratch, simd, KernelError};
@@ -60,12 +60,8 @@ impl PointwiseDepthwise {
         depthwise: Conv2d,
     ) -> Result<Self, KernelError> {
         let (p1, p2) = (&pointwise.p, &depthwise.p);
-        let pointwise_1x1 = p1.kernel_h == 1
-            && p1.kernel_w == 1
-            && p1.stride_h == 1
-            && p1.stride_w == 1
-            && p1.pad_top + p1.pad_left + p1.pad_bottom + p1.pad_right == 0
-            && p1.groups == 1;
+        let pointwise_1x1 =
+            matches!(pointwise.path, Path::Gemm(GemmInput::Pointwise)) && p1.groups == 1;
         let chained = p2.is_depthwise()
             && p2.in_channels == p1.out_channels
             && (p2.batch, p2.in_h, p2.in_w) == (p1.batch, p1.in_h, p1.in_w);
@@ -299,19 +295,7 @@ mod tests {
         for isa in cpu::test_isas() {
             for (i, &(n, cin, mid, h, w, k, s, pad)) in cases.iter().enumerate() {
                 let p1 = Conv2dParams::pointwise(n, cin, (h, w), mid);
-                let p2 = Conv2dParams {
-                    in_channels: mid,
-                    kernel_h: k,
-                    kernel_w: k,
-                    stride_h: s,
-                    stride_w: s,
-                    pad_top: pad[0],
-                    pad_left: pad[1],
-                    pad_bottom: pad[2],
-                    pad_right: pad[3],
-                    groups: mid,
-                    ..p1
-                };
+                let p2 = p1.depthwise_of_output((k, k), (s, s), pad, (1, 1));
                 let x = rng.vec(p1.input_len());
                 let (w1, b1) = (rng.vec(p1.weights_len()), rng.vec(mid));
                 let (w2, b2) = (rng.vec(p2.weights_len()), rng.vec(mid));
