@@ -220,7 +220,11 @@ pub(super) fn gemm(
     // (then in L2); in parallel all of it first, per K block.
     let a_lazy = !par && matches!(a, Src::Mat(_));
     // Rows of A the buffer holds: one row block when packed lazily, else all of them.
-    let a_rows = if a_lazy { m_pad.min(MC.next_multiple_of(mr)) } else { m_pad };
+    let a_rows = if a_lazy {
+        m_pad.min(MC.next_multiple_of(mr))
+    } else {
+        m_pad
+    };
     // Packing buffers, kept between calls (see `scratch`).
     let mut a_buf = match a {
         Src::Mat(_) => scratch::take(a_rows * kcb.min(k)),
