@@ -37,8 +37,13 @@ const ROWS_ONLY_MAX_THREADS: usize = 8;
 /// times and B `r` times. The general grid ([`task_grid`], about three tasks a thread) splits
 /// the columns too. Below [`ROWS_ONLY_MAX_THREADS`] threads, splitting only the rows, into a
 /// multiple of `threads` tasks of at most [`MC`] rows, is taken instead when it reads less in
-/// all (each thread then streams its own part of the weights once, and B once), or when its
-/// critical path (waves of `threads` equally fast tasks) is at least an eighth shorter.
+/// all (each thread then streams its own part of the weights once, and B once), when its
+/// critical path (waves of `threads` equally fast tasks) is at least an eighth shorter, or
+/// when it is shorter at all for at most an eighth more reads (ResNet-50's 512→2048 1×1
+/// layers at 7²: 16 tasks of 128 rows, 8 waves, against the general grid's 11 blocks of 192
+/// rows in 6 waves, one thread idle for the last; the rows-only tasks read the 49 columns of
+/// B 16 times instead of 11). The rows-only blocks are as even as a few more of them make
+/// them ([`balanced_rows`]).
 /// Measured at 2 threads with `bench/compare_ort.py`, four runs of each library (paired ratio
 /// to ONNX Runtime, general grid → this): ResNet-50 1.58–1.64 → 1.54–1.57, BERT 1.13–1.18 →
 /// 1.12–1.14; MobileNetV2 within the noise (1.33–1.47 → 1.34–1.53).
@@ -54,6 +59,7 @@ pub(super) fn whole_k_grid(
     if tiles < 2 * row_tasks || threads >= ROWS_ONLY_MAX_THREADS {
         return general;
     }
+    let rows_only = (balanced_rows(tiles, threads, row_tasks) * mr, n_pad);
     // Rows of A and columns of B read, summed over the tasks.
     let reads = |(mb, cb): (usize, usize)| n.div_ceil(cb) * m + m.div_ceil(mb) * n_pad;
     // The critical path in register tiles: waves of `threads` tasks, each as long as a whole
@@ -62,12 +68,36 @@ pub(super) fn whole_k_grid(
         let tasks = m.div_ceil(mb) * n.div_ceil(cb);
         tasks.div_ceil(threads) * (mb / mr) * cb.div_ceil(nr)
     };
-    let rows_only = (tiles.div_ceil(row_tasks) * mr, n_pad);
-    if reads(rows_only) <= reads(general) || 8 * span(rows_only) <= 7 * span(general) {
+    let (reads_r, reads_g, span_r, span_g) = (
+        reads(rows_only),
+        reads(general),
+        span(rows_only),
+        span(general),
+    );
+    if reads_r <= reads_g
+        || 8 * span_r <= 7 * span_g
+        || (span_r < span_g && 8 * reads_r <= 9 * reads_g)
+    {
         rows_only
     } else {
         general
     }
+}
+
+/// Register tiles per row block when `tiles` rows of tiles are split into about `fewest` (a
+/// multiple of `threads`) or a few more blocks: the height whose waves of `threads` equally
+/// fast tasks end soonest, the fewest blocks among equals (each block reads all of B; more
+/// blocks are never taller than `fewest` of them, so they keep [`MC`]'s bound). Blocks
+/// of equal height only divide the rows evenly by chance: 128 rows of tiles (a 1024-row
+/// MatMul) in 6 blocks are 22 tiles high, and the thread with three of them does 66 against
+/// the other's 62, where 8 blocks of 16 split them 64 / 64.
+pub(super) fn balanced_rows(tiles: usize, threads: usize, fewest: usize) -> usize {
+    let span = |h: usize| tiles.div_ceil(h).div_ceil(threads) * h;
+    (fewest..=fewest + 2 * threads)
+        .step_by(threads)
+        .map(|blocks| tiles.div_ceil(blocks))
+        .min_by_key(|&h| (span(h), tiles.div_ceil(h)))
+        .unwrap_or(1)
 }
 
 /// One parallel unit: rows `i0..i0+rows.len()` × columns `j0..j0+width` of the current C block,

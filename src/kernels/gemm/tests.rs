@@ -461,10 +461,18 @@ fn whole_k_grid_splits_rows_when_that_is_shorter_or_reads_less() {
         whole_k_grid(64, 3136, (8, 32), 2),
         grid::task_grid(64, 3136, 8, 32, 6)
     );
-    // M 2048, N 49: rows of at most MC take 12 tasks (a multiple of 2), which read B once
-    // more than the general grid's 11 row blocks of 192, for a path only 8% shorter (6 waves
-    // of 44 tile columns against 6 of 48).
-    assert_eq!(whole_k_grid(2048, 49, (8, 32), 2), (192, 64));
+    // M 2048, N 49 (ResNet-50's 512→2048 layers at 7²): the general grid's 11 row blocks of
+    // 192 rows run in 6 waves of 24 rows of tiles, the last with one thread idle (144 in
+    // all); 16 blocks of 128 rows run in 8 waves of 16 (128), reading B's 64 padded columns
+    // 16 times instead of 11 (2048 + 16·64 = 3072 rows and columns read against 2752, less
+    // than an eighth more).
+    assert_eq!(whole_k_grid(2048, 49, (8, 32), 2), (128, 64));
+    // M 1024, N 1024 (the MatMul): the rows-only split would read B 8 times instead of 6 for
+    // a path 3% shorter, so the general grid's 6 blocks of 176 rows stay.
+    assert_eq!(
+        whole_k_grid(1024, 1024, (8, 32), 2),
+        grid::task_grid(1024, 1024, 8, 32, 6)
+    );
     // The 256-channel layer at 14² on 4 threads: 4 tasks of 64 rows, which read less (256 +
     // 4·224 rows and columns) than the general grid's 12 tasks of 88 rows × 64 columns (4·256
     // + 3·224).
@@ -478,6 +486,21 @@ fn whole_k_grid_splits_rows_when_that_is_shorter_or_reads_less() {
             grid::task_grid(256, 196, 8, 32, 3 * threads)
         );
     }
+}
+
+#[test]
+fn balanced_rows_end_the_waves_soonest() {
+    // 128 rows of tiles on 2 threads from 6 blocks: 6 of 22 take 3 waves (66), 8 of 16 take
+    // 4 (64), 10 of 13 take 5 (65).
+    assert_eq!(grid::balanced_rows(128, 2, 6), 16);
+    // 256 on 2 from 12: 12 of 22 (132), 14 of 19 (133), 16 of 16 (128).
+    assert_eq!(grid::balanced_rows(256, 2, 12), 16);
+    // Already even: the fewest blocks among equally short paths.
+    assert_eq!(grid::balanced_rows(32, 2, 2), 16);
+    assert_eq!(grid::balanced_rows(96, 4, 4), 24);
+    // 7 rows of tiles on 3 threads from 3 blocks: 3 of 3 (3), 6 of 2 (4 in 2 waves), 9 of 1
+    // (7 blocks, 3 waves of 1): 3.
+    assert_eq!(grid::balanced_rows(7, 3, 3), 3);
 }
 
 #[test]
