@@ -60,6 +60,11 @@ pub(super) fn whole_k_grid(
         return general;
     }
     let rows_only = (balanced_rows(tiles, threads, row_tasks) * mr, n_pad);
+    if general.1 >= n_pad {
+        // The general grid splits only the rows too, in blocks of equal height: the balanced
+        // blocks end no later.
+        return rows_only;
+    }
     // Rows of A and columns of B read, summed over the tasks.
     let reads = |(mb, cb): (usize, usize)| n.div_ceil(cb) * m + m.div_ceil(mb) * n_pad;
     // The critical path in register tiles: waves of `threads` tasks, each as long as a whole

@@ -467,12 +467,11 @@ fn whole_k_grid_splits_rows_when_that_is_shorter_or_reads_less() {
     // 16 times instead of 11 (2048 + 16·64 = 3072 rows and columns read against 2752, less
     // than an eighth more).
     assert_eq!(whole_k_grid(2048, 49, (8, 32), 2), (128, 64));
-    // M 1024, N 1024 (the MatMul): the rows-only split would read B 8 times instead of 6 for
-    // a path 3% shorter, so the general grid's 6 blocks of 176 rows stay.
-    assert_eq!(
-        whole_k_grid(1024, 1024, (8, 32), 2),
-        grid::task_grid(1024, 1024, 8, 32, 6)
-    );
+    // M 1024, N 1024 (the MatMul): the general grid splits only the rows as well, into 6
+    // blocks of 176 that take 3 waves of 22 rows of tiles on one thread and 2 of 22 and one
+    // of 18 on the other; 8 balanced blocks of 128 take 4 waves of 16 on each.
+    assert_eq!(grid::task_grid(1024, 1024, 8, 32, 6), (176, 1024));
+    assert_eq!(whole_k_grid(1024, 1024, (8, 32), 2), (128, 1024));
     // The 256-channel layer at 14² on 4 threads: 4 tasks of 64 rows, which read less (256 +
     // 4·224 rows and columns) than the general grid's 12 tasks of 88 rows × 64 columns (4·256
     // + 3·224).
