@@ -287,7 +287,7 @@ pub(super) fn gemm(
             for r0 in (0..m).step_by(row_step) {
                 let rows = row_step.min(m - r0);
                 // A packed lazily holds only this row block's micro-panels, from the buffer's
-                // start: the same 192 KiB from one block to the next, where a buffer of all
+                // start: the same 192 KiB (AVX-512) from one block to the next, where a buffer of all
                 // the rows had each block write fresh lines (sgemm 1024³ with a prepacked B,
                 // 1 thread, 8 interleaved rounds: +1%).
                 let a_row0 = if a_lazy { r0 } else { 0 };

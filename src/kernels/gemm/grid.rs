@@ -43,7 +43,8 @@ const ROWS_ONLY_MAX_THREADS: usize = 8;
 /// layers at 7²: 16 tasks of 128 rows, 8 waves, against the general grid's 11 blocks of 192
 /// rows in 6 waves, one thread idle for the last; the rows-only tasks read the 49 columns of
 /// B 16 times instead of 11). The rows-only blocks are as even as a few more of them make
-/// them ([`balanced_rows`]).
+/// them ([`balanced_rows`]), and a general grid that splits only the rows takes them too
+/// (the MatMul 1024³ on 2 threads: 8 blocks of 128 rows instead of 6 of 176).
 /// Measured at 2 threads with `bench/compare_ort.py`, four runs of each library (paired ratio
 /// to ONNX Runtime, general grid → this): ResNet-50 1.58–1.64 → 1.54–1.57, BERT 1.13–1.18 →
 /// 1.12–1.14; MobileNetV2 within the noise (1.33–1.47 → 1.34–1.53).
