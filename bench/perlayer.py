@@ -3,10 +3,12 @@
 This library's side comes from its own trace (ONNXIFI_RUST_TRACE, written by `onnxifi-run
 bench`), ONNX Runtime's from its profiler (intra-op spinning off). Both fuse nodes, so layers
 are paired by kind, in execution order: the k-th convolution of one with the k-th of the
-other, likewise matrix products (this library's `ConvDepthwise` is two convolutions in one
-node, so on models that have it the convolutions pair up only in their sum); the rest is
-summed by operator type. Each layer's time is the median over the measured runs. ONNX Runtime's profiler adds its own cost to every node, so its
-per-node sum runs above its plain latency: read the table for where the gaps lie, and
+other, likewise matrix products (this library's `ConvDepthwise` is a 1×1 convolution and the
+depthwise one after it in one node: it pairs with the sum of the next two of ONNX Runtime's
+convolutions); the rest is summed by operator type. Each layer's time is the median over the
+measured runs. ONNX Runtime's profiler adds its own cost to every node, so its per-node sum runs
+above its plain latency: the script also times ONNX Runtime without the profiler and prints
+that overhead per node, to be subtracted from its layers when reading the gaps; use
 `compare_ort.py` for the latency.
 
     .venv/bin/python bench/perlayer.py MODEL [--threads T] [--iters N] [--cli PATH] [--top K]
@@ -21,6 +23,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
@@ -76,15 +79,25 @@ def ours(path, threads, iters, cli):
 
 
 def onnxruntime(path, threads, iters):
-    """ONNX Runtime's layers from its profiler (intra-op spinning off), 3 warm-up runs left out."""
+    """ONNX Runtime's layers from its profiler (intra-op spinning off), 3 warm-up runs left out,
+    and its median latency in ms without the profiler (the same options otherwise)."""
     so = ort.SessionOptions()
     so.intra_op_num_threads = threads
     so.inter_op_num_threads = 1
     so.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    feeds = compare_ort.make_inputs(compare_ort.input_specs(onnx.load(path)))
+    plain = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+    for _ in range(3):
+        plain.run(None, feeds)
+    times = []
+    for _ in range(iters):
+        t = time.perf_counter()
+        plain.run(None, feeds)
+        times.append(1000 * (time.perf_counter() - t))
+    del plain
     so.enable_profiling = True
     so.profile_file_prefix = os.path.join(tempfile.mkdtemp(), "ort")
     sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
-    feeds = compare_ort.make_inputs(compare_ort.input_specs(onnx.load(path)))
     for _ in range(3):
         sess.run(None, feeds)
     for _ in range(iters):
@@ -101,7 +114,7 @@ def onnxruntime(path, threads, iters):
             shapes = " ".join(str(list(d.values())[0]) for d in a.get("input_type_shape", []))
             out.append((e["name"][: -len("_kernel_time")], a.get("op_name", "?"), shapes,
                         e["dur"]))
-    return layers(out)
+    return layers(out), statistics.median(times)
 
 
 def med(ls):
@@ -125,7 +138,7 @@ def main():
         path = os.path.join(tempfile.mkdtemp(), args.model + ".onnx")
         onnx.save(model, path)
     a = ours(path, args.threads, args.iters, args.cli)
-    b = onnxruntime(path, args.threads, args.iters)
+    b, plain = onnxruntime(path, args.threads, args.iters)
     print(f"# {args.model}, {args.threads} threads, {args.iters} runs; per-node medians, ms")
     print(f"sum of layers: ours {sum(map(med, a)):.2f}, ORT {sum(map(med, b)):.2f} "
           "(ORT's profiler inflates its own)")
@@ -139,19 +152,30 @@ def main():
     print("\n| kind | ours ms (nodes) | ORT ms (nodes) |\n|---|---|---|")
     for k, v in sorted(by.items(), key=lambda kv: -max(kv[1]["ours"], kv[1]["ort"])):
         print(f"| {k} | {v['ours']:.3f} ({v['n_ours']}) | {v['ort']:.3f} ({v['n_ort']}) |")
+    per_node = (sum(map(med, b)) - plain) / max(len(b), 1)
+    print(f"\nONNX Runtime without its profiler: {plain:.2f} ms, so the profiler adds about "
+          f"{1000 * per_node:.0f} µs per node")
     for fam in ("conv", "product"):
         xa = [x for x in a if kind(x[1]) == fam]
         xb = [x for x in b if kind(x[1]) == fam]
-        if not xa or len(xa) != len(xb):
+        # ORT's nodes per node of ours: a ConvDepthwise stands for two convolutions.
+        widths = [2 if x[1] == "ConvDepthwise" else 1 for x in xa]
+        if not xa or sum(widths) != len(xb):
             if xa or xb:
-                print(f"\n{fam}: {len(xa)} against {len(xb)} nodes, not paired")
+                print(f"\n{fam}: {sum(widths)} against {len(xb)} nodes, not paired")
             continue
-        rows = [(i, x, y, med(x), med(y)) for i, (x, y) in enumerate(zip(xa, xb))]
+        rows, j = [], 0
+        for i, (x, w) in enumerate(zip(xa, widths)):
+            ys = xb[j: j + w]
+            j += w
+            rows.append((i, x, len(ys), med(x), sum(map(med, ys)) - w * per_node))
         rows.sort(key=lambda r: -(r[3] - r[4]))
-        print(f"\n{fam}, widest gaps first:\n| # | our inputs | ours ms | ORT ms | ratio |"
-              "\n|---|---|---|---|---|")
-        for i, x, y, ta, tb in rows[: args.top]:
-            print(f"| {i} | {x[2][:60]} | {ta:.3f} | {tb:.3f} | {ta / max(tb, 1e-9):.2f} |")
+        print(f"\n{fam}, widest gaps first (ORT less its profiler's cost per node):"
+              "\n| # | our node | our inputs | ours ms | ORT ms (nodes) | ratio |"
+              "\n|---|---|---|---|---|---|")
+        for i, x, w, ta, tb in rows[: args.top]:
+            print(f"| {i} | {x[1]} | {x[2][:60]} | {ta:.3f} | {tb:.3f} ({w}) | "
+                  f"{ta / max(tb, 1e-9):.2f} |")
 
 
 if __name__ == "__main__":

@@ -66,10 +66,19 @@ pub(super) fn stream_b(isa: Isa, b: &Src, m: usize, k: usize) -> bool {
 /// 1024→256 at 14² 89 → 87 / 152 → 174, 2048→512 at 7² 82 → 81 / 135 → 157; MobileNetV2's
 /// 576→96 at 14² 81 → 90 / 131 → 155. Expansions stay packed: 64→256 at 56² lost 3–11%,
 /// 160→960 at 7² up to 6%.
+///
+/// Except a contraction over at most 64 columns (the 7² images of ResNet-50 and MobileNetV2):
+/// a micro-panel of such a B read in place takes 32 floats from each of its rows, 196 bytes
+/// apart at 49 columns, so its K block of 256 rows spans about 500 cache lines, more than L1
+/// holds, and each tile down the column fetched it again. On Zen 5 (`kernel_bench`,
+/// `KB_COLD=4`, 4 interleaved rounds, GFLOP/s in place → packed at 1 / 2 threads): 2048→512 at
+/// 7² 178 → 191 / 346 → 370, 960→320 at 7² 172 → 174 / 318 → 342; inside ResNet-50 its two
+/// 2048→512 layers took 0.92–0.93 of their time. At 14² and 28² reading in place still won
+/// (packed: 576→96 at 14² 203 → 192, 512→128 at 28² 226 → 206 at 1 thread).
 pub(super) fn read_b_in_place(isa: Isa, b: &Src, m: usize, k: usize) -> bool {
     match b {
         Src::Mat(v) if v.col_stride == 1 && isa != Isa::Portable => {
-            m <= 64 || k <= 32 || (k >= m && v.row_stride % 256 != 0)
+            m <= 64 || k <= 32 || (k >= m && v.row_stride % 256 != 0 && v.cols > 64)
         }
         _ => false,
     }

@@ -401,7 +401,7 @@ fn b_read_in_place() {
             (96, 12544, 16, false),
             (30, 8203, 24, true),
             (128, 700, 256, true),
-            (100, 49, 400, false),
+            (100, 65, 400, false),
         ] {
             let ldb = n + 5;
             let a = rng.vec(m * k);
@@ -440,13 +440,18 @@ fn b_read_in_place() {
 #[test]
 fn b_packed_when_its_rows_alias_in_cache() {
     // A contraction (K ≥ M) of many rows is read in place, unless B's rows are a multiple of
-    // 1 KiB apart (sgemm 1024³), or C is an expansion (K < M).
+    // 1 KiB apart (sgemm 1024³), B is at most 64 columns wide (a 7² image), or C is an
+    // expansion (K < M).
     for isa in cpu::test_isas().into_iter().filter(|&i| i != Isa::Portable) {
         let b = vec![0.0f32; 512 * 1024];
         let view = |cols| Src::Mat(MatRef::row_major(&b, 512, cols));
         assert!(read_b_in_place(isa, &view(1000), 256, 512));
         assert!(!read_b_in_place(isa, &view(1024), 256, 512));
         assert!(!read_b_in_place(isa, &view(1000), 1024, 512));
+        assert!(read_b_in_place(isa, &view(65), 256, 512));
+        assert!(!read_b_in_place(isa, &view(49), 256, 512));
+        // Few rows of C are read in place at any width.
+        assert!(read_b_in_place(isa, &view(49), 64, 512));
     }
 }
 
