@@ -69,8 +69,9 @@ pub(super) fn stream_b(isa: Isa, b: &Src, m: usize, k: usize) -> bool {
 ///
 /// Except a contraction over at most 64 columns (the 7² images of ResNet-50 and MobileNetV2):
 /// a micro-panel of such a B read in place takes 32 floats from each of its rows, 196 bytes
-/// apart at 49 columns, so its K block of 256 rows spans about 500 cache lines, more than L1
-/// holds, and each tile down the column fetched it again. On Zen 5 (`kernel_bench`,
+/// apart at 49 columns, so its K block of 256 rows touches some 700 cache lines (about 45 KiB,
+/// nearly all of L1's 48), and with the A micro-panels and C streaming through L1 each tile
+/// down the column fetched much of it again. On Zen 5 (`kernel_bench`,
 /// `KB_COLD=4`, 4 interleaved rounds, GFLOP/s in place → packed at 1 / 2 threads): 2048→512 at
 /// 7² 178 → 191 / 346 → 370, 960→320 at 7² 172 → 174 / 318 → 342; inside ResNet-50 its two
 /// 2048→512 layers took 0.92–0.93 of their time. At 14² and 28² reading in place still won
