@@ -303,7 +303,7 @@ pub(super) fn gemm(
                 let a_row0 = if a_lazy { r0 } else { 0 };
                 if let (Src::Mat(v), true) = (a, a_lazy) {
                     for p in r0 / mr..(r0 + rows).div_ceil(mr) {
-                        let dst = &mut a_buf[(p - r0 / mr) * kc * mr..][..kc * mr];
+                        let dst = &mut a_buf[(p - a_row0 / mr) * kc * mr..][..kc * mr];
                         pack_a_panel((isa, dot), &v, pc, kc, p, dst);
                     }
                 }
