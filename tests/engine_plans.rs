@@ -441,6 +441,78 @@ g (float[4, 256] x) => (float[4, 256] y) { t = Relu(x) y = Neg(t) }"#,
     }
 }
 
+/// A shape operator whose input dies at it hands that storage on instead of copying it. The
+/// value reshaped here is twice the input's size (`Concat(x, x)`), so only its own buffer can
+/// serve a request for that much storage after the run: where it was handed on to the output,
+/// none is free; where it was copied (it is read again after the Reshape), it is. The values
+/// are right in every case, on every operator that forwards (Reshape, Flatten, Squeeze,
+/// Unsqueeze, Identity), also in a chain, and where the reshaped value is a graph output too.
+#[test]
+fn shape_operators_take_over_their_dying_input() {
+    use onnxifi_rust::ir::DataType;
+    const N: usize = 4 * 256;
+    let x = values(N, 21);
+    let twice: Vec<f32> = x.iter().chain(&x).copied().collect();
+    // Free buffers of at least `len` floats after a run (each request takes one).
+    let free_buffers = |exe: &onnxifi_rust::exec::Executable, len: usize| {
+        (0..4)
+            .map(|_| exe.input_storage(DataType::F32, len).expect("storage"))
+            .filter(|s| s.capacity() >= len)
+            .count()
+    };
+    let consts = "int64[2] s = {32, 64}, int64[1] ax = {0}";
+    for (body, forwarded) in [
+        ("t = Concat<axis: int = 0>(x, x) y = Reshape(t, s)", true),
+        (
+            "t = Concat<axis: int = 0>(x, x) f = Flatten<axis: int = 0>(t) u = Unsqueeze(f, ax) \
+             q = Squeeze(u, ax) i = Identity(q) y = Reshape(i, s)",
+            true,
+        ),
+        // The concatenation outlives the first Reshape: copied there.
+        (
+            "t = Concat<axis: int = 0>(x, x) r = Reshape(t, s) z = Neg(t) w = Reshape(z, s) \
+             y = Sub(r, w)",
+            false,
+        ),
+    ] {
+        let text = format!(
+            r#"<ir_version: 8, opset_import: ["" : 17]>
+g (float[4, 256] x) => (float[32, 64] y) <{consts}> {{ {body} }}"#
+        );
+        let exe = compile_ok(&text);
+        let out = run_ok(&exe, vec![f32t(&[4, 256], &x)]);
+        let scale = if forwarded { 1.0 } else { 2.0 };
+        let want: Vec<f32> = twice.iter().map(|v| scale * v).collect();
+        assert_values(&out[0], &[32, 64], &want, body);
+        let free = free_buffers(&exe, 2 * N);
+        if forwarded {
+            assert_eq!(free, 0, "{body}: the concatenation became the output");
+        } else {
+            assert!(
+                free >= 1,
+                "{body}: the copied concatenation's buffer is free"
+            );
+        }
+    }
+    // A value that is a graph output and is reshaped: copied, both outputs right.
+    let exe = compile_ok(&format!(
+        r#"<ir_version: 8, opset_import: ["" : 17]>
+g (float[4, 256] x) => (float[8, 256] t, float[32, 64] y) <{consts}>
+{{ t = Concat<axis: int = 0>(x, x) y = Reshape(t, s) }}"#
+    ));
+    let out = run_ok(&exe, vec![f32t(&[4, 256], &x)]);
+    assert_values(&out[0], &[8, 256], &twice, "t");
+    assert_values(&out[1], &[32, 64], &twice, "y");
+    // A graph input reshaped into an output: the input is the run's own tensor here and moves.
+    let exe = compile_ok(&format!(
+        r#"<ir_version: 8, opset_import: ["" : 17]>
+g (float[4, 256] x) => (float[16, 64] y) <int64[2] s = {{16, 64}}> {{ y = Reshape(x, s) }}"#
+    ));
+    let out = run_ok(&exe, vec![f32t(&[4, 256], &x)]);
+    assert_values(&out[0], &[16, 64], &x, "reshaped input");
+    assert_eq!(free_buffers(&exe, N), 0, "the input became the output");
+}
+
 /// A bfloat16 Gemm and MatMul (a graph of bfloat16 inputs, weights and outputs) compute in
 /// float32 and round once: each output is the bfloat16 nearest to the exact product of the
 /// bfloat16 operands, give or take one bfloat16 step where float32's own rounding decided a

@@ -3,9 +3,9 @@
 //! step's output list and the spare shape vectors are kept between runs too ([`RunScratch`]),
 //! so that a warmed-up run of a plan whose steps are all built allocates nothing here.
 
-use super::plan::{BuildEnv, Known, Plan, StepKernel};
+use super::plan::{BuildEnv, Known, Plan, Step, StepKernel};
 use crate::error::{Error, Result, Status};
-use crate::ir::{DataType, PooledF32, Tensor, TensorData, Value};
+use crate::ir::{DataType, PooledF32, Tensor, TensorData, Value, ValueId};
 
 /// An output's element type and shape.
 type OutputType = (DataType, Vec<usize>);
@@ -122,8 +122,13 @@ impl RunScratch {
     /// Keeps a dead tensor's storage and shape vector for reuse.
     pub fn give(&mut self, t: Tensor) {
         self.pool.give(t.data);
-        if t.shape.capacity() >= SHAPE_ROOM && self.shapes.len() < POOL_LIMIT {
-            self.shapes.push(t.shape);
+        self.give_shape(t.shape);
+    }
+
+    /// Keeps a shape vector for reuse.
+    fn give_shape(&mut self, shape: Vec<usize>) {
+        if shape.capacity() >= SHAPE_ROOM && self.shapes.len() < POOL_LIMIT {
+            self.shapes.push(shape);
         }
     }
 
@@ -187,6 +192,8 @@ fn run_steps(
     }
     for step in &plan.steps {
         outs.clear();
+        // `(input, output, output shape)` when the output takes its dying input's storage.
+        let mut forward = None;
         {
             let mut inline: [Option<&Tensor>; INLINE_INPUTS] = [None; INLINE_INPUTS];
             let mut heap: Vec<Option<&Tensor>> = Vec::new();
@@ -218,9 +225,32 @@ fn run_steps(
                         (memo.kernel.as_ref(), Some(&memo.outputs))
                     }
                 };
+            if kernel.forwards_input() {
+                let out_type = match shapes {
+                    Some(s) => s.first().map(|(d, sh)| (*d, sh.as_slice())),
+                    None => match step
+                        .outputs
+                        .first()
+                        .copied()
+                        .flatten()
+                        .map(|o| &plan.types[o])
+                    {
+                        Some(Some(Known::Static(d, sh))) => Some((*d, sh.as_slice())),
+                        _ => None,
+                    },
+                };
+                if let Some((from, to, dims)) =
+                    out_type.and_then(|(d, sh)| forwardable(plan, step, ins, (d, sh), in_place))
+                {
+                    forward = Some((from, to, scratch.shape(dims)));
+                }
+            }
             let allocates = kernel.allocates_outputs();
             let zeroed = !kernel.overwrites_outputs();
             for (i, slot) in step.outputs.iter().enumerate() {
+                if forward.is_some() {
+                    break;
+                }
                 let Some(id) = slot else { continue };
                 if allocates {
                     // The kernel replaces the placeholder with a tensor of its own making.
@@ -255,7 +285,17 @@ fn run_steps(
                     data: scratch.pool.take(dtype, len, zeroed)?,
                 });
             }
-            run_kernel(env, step.node, kernel, ins, outs)?;
+            if forward.is_none() {
+                run_kernel(env, step.node, kernel, ins, outs)?;
+            }
+        }
+        if let Some((from, to, shape)) = forward {
+            let Some(Value::Tensor(mut t)) = values[from].take() else {
+                return Err(internal("a forwarded input was not a tensor"));
+            };
+            let old = std::mem::replace(&mut t.shape, shape);
+            scratch.give_shape(old);
+            values[to] = Some(Value::Tensor(t));
         }
         for (id, t) in step.outputs.iter().flatten().zip(outs.drain(..)) {
             values[*id] = Some(Value::Tensor(t));
@@ -284,6 +324,33 @@ fn run_steps(
         result.push(t);
     }
     Ok(())
+}
+
+/// For a step whose kernel forwards its input 0 to its output 0 ([`Kernel::forwards_input`]),
+/// whose output is of type and shape `out`: `(input, output, shape)` when the input's storage
+/// can become the output's instead of being copied. That is when the input dies at this step
+/// and the step reads it once; it is a tensor the run owns (not a constant, not a caller's
+/// buffer) of the output's type and length; and the output is not a graph output that has
+/// caller storage to be computed into (it is then copied there, as before).
+///
+/// [`Kernel::forwards_input`]: crate::ops::Kernel::forwards_input
+fn forwardable<'d>(
+    plan: &Plan,
+    step: &Step,
+    ins: &[Option<&Tensor>],
+    (dtype, dims): (DataType, &'d [usize]),
+    in_place: &[Option<Tensor>],
+) -> Option<(ValueId, ValueId, &'d [usize])> {
+    let (Some(Some(from)), [Some(to)]) = (step.inputs.first(), step.outputs.as_slice()) else {
+        return None;
+    };
+    let once = step.inputs.iter().flatten().filter(|&i| i == from).count() == 1;
+    let dies = step.frees.contains(from);
+    let bound = !in_place.is_empty() && plan.outputs.contains(to);
+    let t = ins.first().copied().flatten()?;
+    let owned = plan.constants[*from].is_none() && !matches!(t.data, TensorData::Caller(_));
+    let fits = t.dtype() == dtype && t.len() == dims.iter().product::<usize>();
+    (once && dies && !bound && owned && fits).then_some((*from, *to, dims))
 }
 
 /// The caller's storage for value `id` when it is a graph output given storage in `in_place`

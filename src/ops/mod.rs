@@ -150,6 +150,13 @@ pub trait Kernel: Send + Sync {
     fn overwrites_outputs(&self) -> bool {
         false
     }
+
+    /// Whether output 0 holds exactly input 0's elements, in order, under another shape
+    /// (Reshape, Flatten, Squeeze, Unsqueeze, Identity). When that input dies at this step, the
+    /// run hands its storage to the output instead of running the kernel, which would copy it.
+    fn forwards_input(&self) -> bool {
+        false
+    }
 }
 
 /// The definition of one supported operator.

@@ -335,7 +335,9 @@ pub fn broadcast(a: &[usize], b: &[usize]) -> Option<Vec<usize>> {
 }
 
 /// A kernel that copies its first input into its first output (same element count): Identity,
-/// Reshape, Flatten.
+/// Reshape, Flatten, Squeeze, Unsqueeze, a ReduceX without axes under `noop_with_empty_axes`.
+/// A run moves the input's storage to the output instead where the input dies at the step
+/// ([`Kernel::forwards_input`]).
 pub struct CopyKernel;
 
 impl Kernel for CopyKernel {
@@ -346,6 +348,10 @@ impl Kernel for CopyKernel {
     }
 
     fn overwrites_outputs(&self) -> bool {
+        true
+    }
+
+    fn forwards_input(&self) -> bool {
         true
     }
 }
