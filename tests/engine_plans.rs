@@ -504,10 +504,10 @@ g (float[4, 256] x) => (float[8, 256] t, float[32, 64] y) <{consts}>
     assert_values(&out[0], &[8, 256], &twice, "t");
     assert_values(&out[1], &[32, 64], &twice, "y");
     // A graph input reshaped into an output: the input is the run's own tensor here and moves.
-    let exe = compile_ok(&format!(
+    let exe = compile_ok(
         r#"<ir_version: 8, opset_import: ["" : 17]>
-g (float[4, 256] x) => (float[16, 64] y) <int64[2] s = {{16, 64}}> {{ y = Reshape(x, s) }}"#
-    ));
+g (float[4, 256] x) => (float[16, 64] y) <int64[2] s = {16, 64}> { y = Reshape(x, s) }"#,
+    );
     let out = run_ok(&exe, vec![f32t(&[4, 256], &x)]);
     assert_values(&out[0], &[16, 64], &x, "reshaped input");
     assert_eq!(free_buffers(&exe, N), 0, "the input became the output");
