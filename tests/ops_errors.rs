@@ -533,3 +533,41 @@ g (float[1,1,2,2,2] X) => (float[1,1,1,1,1] Y)
     let out = run_ok(&exe, vec![f32t(&[1, 1, 2, 2, 2], &x)]);
     assert_values(&out[0], &[1, 1, 1, 1, 1], &[36.0], "sum of 1..8");
 }
+
+/// A model may name the internal `FusedMatMul` itself: permutations that are not ones, and a
+/// transposed B that is a constant, are refused with INVALID_MODEL naming the node; a valid
+/// permutation computes the transposed product.
+#[test]
+fn fused_matmul_with_bad_permutations_is_refused() {
+    let model = |attrs: &str, b: &str| {
+        format!(
+            r#"<ir_version: 8, opset_import: ["" : 17, "onnxifi.rust" : 1]>
+g (float[2, 3] a{b}) => (float[3, 3] y) <float[2, 3] w = {{1, 2, 3, 4, 5, 6}}>
+{{ [fm] y = onnxifi.rust.FusedMatMul<{attrs}>(a, {}) }}"#,
+            if b.is_empty() { "w" } else { "b" }
+        )
+    };
+    for perm in ["[1, 1]", "[0]", "[1, 0, 2]", "[-1, 0]", "[2, 0]"] {
+        expect_compile_error(
+            &model(&format!("perm_a: ints = {perm}"), ", float[2, 3] b"),
+            Status::InvalidModel,
+            &["fm", "perm"],
+        );
+    }
+    expect_compile_error(
+        &model("perm_a: ints = [1, 0], perm_b: ints = [1, 0]", ""),
+        Status::InvalidModel,
+        &["fm", "perm_b"],
+    );
+    // aᵀ·b with a = [[1,2,3],[4,5,6]] and b = [[1,0,2],[0,1,1]].
+    let exe = compile_ok(&model("perm_a: ints = [1, 0]", ", float[2, 3] b"));
+    let a = f32t(&[2, 3], &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+    let b = f32t(&[2, 3], &[1.0, 0.0, 2.0, 0.0, 1.0, 1.0]);
+    let out = run_ok(&exe, vec![a, b]);
+    assert_values(
+        &out[0],
+        &[3, 3],
+        &[1.0, 4.0, 6.0, 2.0, 5.0, 9.0, 3.0, 6.0, 12.0],
+        "aᵀ·b",
+    );
+}

@@ -59,20 +59,14 @@ impl WeightCache {
 /// which needs B's data).
 pub fn pack_gemm_weights(graph: &mut Graph, cache: &WeightCache) -> Result<()> {
     let mut uses: Vec<Vec<(usize, usize)>> = vec![Vec::new(); graph.values.len()];
-    // Whether a value is known without any graph input (a weight, or computed from weights
-    // only): what the planner folds.
-    let mut fixed: Vec<bool> = graph.values.iter().map(|v| v.constant.is_some()).collect();
     for (at, node) in graph.nodes.iter().enumerate() {
         for (input, id) in node.inputs.iter().enumerate() {
             if let Some(id) = id {
                 uses[*id].push((at, input));
             }
         }
-        let from_weights = node.inputs.iter().flatten().all(|&id| fixed[id]);
-        for &id in node.outputs.iter().flatten() {
-            fixed[id] = from_weights;
-        }
     }
+    let fixed = fixed_values(graph);
     for (id, uses) in uses.iter().enumerate() {
         let Some(weight) = &graph.values[id].constant else {
             continue;
@@ -102,6 +96,19 @@ pub fn pack_gemm_weights(graph: &mut Graph, cache: &WeightCache) -> Result<()> {
         value.constant = None;
     }
     Ok(())
+}
+
+/// Per value: whether it is known without any graph input (a weight, or computed from weights
+/// only), which is what the planner folds.
+pub(crate) fn fixed_values(graph: &Graph) -> Vec<bool> {
+    let mut fixed: Vec<bool> = graph.values.iter().map(|v| v.constant.is_some()).collect();
+    for node in &graph.nodes {
+        let from_weights = node.inputs.iter().flatten().all(|&id| fixed[id]);
+        for &id in node.outputs.iter().flatten() {
+            fixed[id] = from_weights;
+        }
+    }
+    fixed
 }
 
 #[cfg(test)]

@@ -6,8 +6,9 @@
 //! - `BatchNormalization` after a `Conv` with constant weights is folded into the weights;
 //! - the exporters' decomposed GELU, `0.5·x·(1 + Erf(x/√2))` in any of its usual spellings,
 //!   becomes one internal `Activation` node;
-//! - a `MatMul` by a constant matrix followed by the `Add` of a constant per-column bias becomes
-//!   `FusedMatMul`;
+//! - around a float32 `MatMul`, the `Add` of a constant per-column bias after a product by a
+//!   constant matrix, the `Transpose` of a run-time operand, a following `Mul` or `Div` by a
+//!   constant and a following `Add` of any tensor become one `FusedMatMul` (`matmul`);
 //! - a `Conv` whose output only an `Add` reads takes the Add's other operand as a residual
 //!   added in its write-back (`FusedConv` with a fourth input);
 //! - an activation after a `Conv`, `Gemm` or `MatMul` runs inside its write-back (`FusedConv`,
@@ -15,18 +16,20 @@
 //! - a 1×1 convolution whose output only a depthwise convolution reads becomes one
 //!   `ConvDepthwise` (computed in bands of rows).
 //!
-//! Modules: `half` (the half-precision weights), `gelu` (the GELU patterns), `depthwise` (the
-//! 1×1 and depthwise pairs); the other rewrites and the helpers they share are here.
+//! Modules: `half` (the half-precision weights), `gelu` (the GELU patterns), `matmul` (the
+//! products), `depthwise` (the 1×1 and depthwise pairs); the other rewrites and the helpers they share are here.
 
 mod depthwise;
 mod gelu;
 mod half;
+mod matmul;
 
 use crate::ir::{Attr, Graph, Node, Tensor, TensorData, ValueId, ValueInfo};
 use crate::ops;
 use depthwise::fuse_pointwise_depthwise;
 use gelu::fuse_gelu;
 use half::widen_half_weights;
+use matmul::{fuse_matmuls, is_matmul_by_constant};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -36,7 +39,7 @@ pub fn fuse(mut g: Graph) -> Graph {
     widen_half_weights(&mut g);
     fold_batch_norms(&mut g);
     fuse_gelu(&mut g);
-    fuse_matmul_bias(&mut g);
+    fuse_matmuls(&mut g);
     fuse_residual_adds(&mut g);
     fuse_activations(&mut g);
     fuse_pointwise_depthwise(&mut g);
@@ -49,14 +52,6 @@ fn is_default(n: &Node, op: &str) -> bool {
 
 fn is_internal(n: &Node, op: &str) -> bool {
     n.op_type == op && n.domain == ops::INTERNAL_DOMAIN
-}
-
-/// A `MatMul` whose second operand is a constant float32 matrix (so the product is float32).
-fn is_matmul_by_constant(g: &Graph, n: &Node) -> bool {
-    is_default(n, "MatMul")
-        && n.inputs.len() == 2
-        && n.outputs.len() == 1
-        && matches!(constant_f32(g, n.inputs[1]), Some((shape, _)) if shape.len() == 2)
 }
 
 /// Whether the values `inner` (computed by nodes a rewrite absorbs) can disappear into `outer`
@@ -107,42 +102,6 @@ fn other_input(n: &Node, op: &str, this: ValueId) -> Option<Option<ValueId>> {
         (a, Some(b)) if b == this => Some(a),
         _ => None,
     }
-}
-
-/// Folds `MatMul(a, W) + b` (W a constant matrix, b a constant of shape `[n]`) into
-/// `FusedMatMul(a, W, b)`.
-fn fuse_matmul_bias(g: &mut Graph) {
-    let consumers = sole_consumers(g);
-    let mut removed = vec![false; g.nodes.len()];
-    for i in 0..g.nodes.len() {
-        if removed[i] || !is_matmul_by_constant(g, &g.nodes[i]) {
-            continue;
-        }
-        let n_cols = constant_f32(g, g.nodes[i].inputs[1]).map(|(s, _)| s[1]);
-        let Some(out) = g.nodes[i].outputs[0] else {
-            continue;
-        };
-        let Some(a) = consumers[out] else { continue };
-        let Some(Some(bias)) = other_input(&g.nodes[a], "Add", out) else {
-            continue;
-        };
-        if !matches!(constant_f32(g, Some(bias)), Some((shape, _)) if Some(shape.as_slice()) == n_cols.as_ref().map(std::slice::from_ref))
-        {
-            continue;
-        }
-        let new_out = g.nodes[a].outputs[0];
-        match new_out {
-            Some(o) if absorb_declared(g, &[out], o) => {}
-            _ => continue,
-        }
-        let n = &mut g.nodes[i];
-        n.op_type = "FusedMatMul".into();
-        n.domain = ops::INTERNAL_DOMAIN.into();
-        n.inputs.push(Some(bias));
-        n.outputs[0] = new_out;
-        removed[a] = true;
-    }
-    drop_removed(g, &removed);
 }
 
 /// For each value, the index of the node that reads it, when exactly one node reads it once

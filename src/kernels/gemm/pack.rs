@@ -110,6 +110,18 @@ impl PanelSource for MatSource<'_> {
 
     fn fill_panel(&self, k0: usize, kc: usize, j0: usize, cols: usize, nr: usize, dst: &mut [f32]) {
         let b = &self.0;
+        if b.col_stride != 1 && b.row_stride == 1 {
+            // A transposed matrix (attention's keys): each column is a run of memory, copied
+            // down the panel's column.
+            for j in 0..cols {
+                let start = (j0 + j) * b.col_stride + k0;
+                let src = &b.data[start..start + kc];
+                for (d, &v) in dst.chunks_exact_mut(nr).zip(src) {
+                    d[j] = v;
+                }
+            }
+            return;
+        }
         for (kk, d) in dst.chunks_exact_mut(nr).take(kc).enumerate() {
             if b.col_stride == 1 {
                 let start = (k0 + kk) * b.row_stride + j0;
