@@ -571,3 +571,13 @@ g (float[2, 3] a{b}) => (float[3, 3] y) <float[2, 3] w = {{1, 2, 3, 4, 5, 6}}>
         "aᵀ·b",
     );
 }
+
+/// A product whose following Add cannot broadcast is refused as the Add alone would be, though
+/// the rewrites fold that Add into the product: INVALID_MODEL naming the shapes.
+#[test]
+fn a_fused_addend_that_does_not_broadcast_is_refused() {
+    let text = r#"<ir_version: 8, opset_import: ["" : 17]>
+g (float[2, 3] a, float[3, 4] b, float[5] z) => (float[2, 4] y)
+{ [m] p = MatMul(a, b)  [s] y = Add(p, z) }"#;
+    expect_compile_error(text, Status::InvalidModel, &["[5]", "broadcast"]);
+}

@@ -363,7 +363,8 @@ fn batch_offset(dims: &[usize], strides: &[usize], idx: &[usize]) -> usize {
         .sum()
 }
 
-/// The general way to add `Z` of shape `z` to a product of shape `product`.
+/// The general way to add `Z` of shape `z` to a product of shape `product` (the shapes
+/// broadcast: checked by [`plan`]).
 fn general_addend(product: &[usize], z: &[usize]) -> Addend {
     Addend::General {
         product: product.to_vec(),
@@ -445,6 +446,14 @@ fn plan(
     }
     if b_shape.len() > 1 {
         out.push(n);
+    }
+    if let Some(zs) = addend {
+        if broadcast(&out, zs).is_none() {
+            return Err(ctx.err(
+                Status::InvalidModel,
+                format!("the addend of shape {zs:?} does not broadcast with the product {out:?}"),
+            ));
+        }
     }
     // How Z adds: a matrix or a row per batch (its offsets filled below), else in general.
     let z_form = addend.map(|zs| {
