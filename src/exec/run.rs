@@ -285,9 +285,11 @@ fn run_steps(
                     data: scratch.pool.take(dtype, len, zeroed)?,
                 });
             }
-            if forward.is_none() {
-                run_kernel(env, step.node, kernel, ins, outs)?;
-            }
+            let work = match &forward {
+                Some((_, _, shape)) => Work::Forward(shape),
+                None => Work::Run(kernel, outs),
+            };
+            run_kernel(env, step.node, ins, work)?;
         }
         if let Some((from, to, shape)) = forward {
             let Some(Value::Tensor(mut t)) = values[from].take() else {
@@ -377,14 +379,16 @@ fn take_in_place(
     }
 }
 
-/// Runs one step's kernel, timed and traced when profiling or tracing is on.
-fn run_kernel(
-    env: &BuildEnv,
-    node: usize,
-    kernel: &dyn crate::ops::Kernel,
-    ins: &[Option<&Tensor>],
-    outs: &mut [Tensor],
-) -> Result<()> {
+/// What a step does: run its kernel into its outputs, or nothing, its output (of this shape)
+/// taking its input's storage (see [`forwardable`]).
+enum Work<'k, 'o> {
+    Run(&'k dyn crate::ops::Kernel, &'o mut [Tensor]),
+    Forward(&'o [usize]),
+}
+
+/// Runs one step's kernel, timed and traced when profiling or tracing is on; a forwarded step
+/// is recorded too, so that profiles and traces name every step.
+fn run_kernel(env: &BuildEnv, node: usize, ins: &[Option<&Tensor>], work: Work) -> Result<()> {
     let profiling = super::profile::enabled();
     let traced = crate::trace::span("op", &env.graph.nodes[node].op_type).map(|sp| {
         let shapes: Vec<String> = ins
@@ -395,10 +399,19 @@ fn run_kernel(
             .arg("inputs", shapes.join(" "))
     });
     if !profiling && traced.is_none() {
-        return kernel.run(ins, outs);
+        return match work {
+            Work::Run(kernel, outs) => kernel.run(ins, outs),
+            Work::Forward(_) => Ok(()),
+        };
     }
     let start = std::time::Instant::now();
-    kernel.run(ins, outs)?;
+    let outs: Vec<&[usize]> = match work {
+        Work::Run(kernel, outs) => {
+            kernel.run(ins, outs)?;
+            outs.iter().map(|t| t.shape.as_slice()).collect()
+        }
+        Work::Forward(shape) => vec![shape],
+    };
     let took = start.elapsed();
     if profiling {
         let op = &env.graph.nodes[node].op_type;
@@ -408,7 +421,7 @@ fn run_kernel(
                 .flatten()
                 .map(|t| format!("{:?}", t.shape))
                 .collect();
-            let out = outs.first().map(|t| format!("{:?}", t.shape));
+            let out = outs.first().map(|s| format!("{s:?}"));
             let key = format!("{op} {} -> {}", shapes.join(" "), out.unwrap_or_default());
             super::profile::record(&key, took);
         } else {
@@ -416,7 +429,7 @@ fn run_kernel(
         }
     }
     if let Some(sp) = traced {
-        let shapes: Vec<String> = outs.iter().map(|t| format!("{:?}", t.shape)).collect();
+        let shapes: Vec<String> = outs.iter().map(|s| format!("{s:?}")).collect();
         sp.arg("outputs", shapes.join(" ")).end();
     }
     Ok(())
