@@ -307,25 +307,12 @@ fn fuse_addends(g: &mut Graph) {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::super::tests::{fused, ops, HEADER};
-    use crate::ir::{Attr, Graph, Tensor, TensorData};
-
-    /// Runs a text model on float32 inputs `(shape, data)` through the engine; its first output.
-    fn run(text: &str, inputs: &[(&[usize], &[f32])]) -> (Vec<usize>, Vec<f32>) {
-        let proto = crate::text::parse_model(text).expect("parses");
-        let bytes = prost::Message::encode_to_vec(&proto);
-        let exe = crate::graph::compile_executable(&bytes, Vec::new()).expect("compiles");
-        let inputs = inputs
-            .iter()
-            .map(|(s, d)| Tensor::new(s.to_vec(), TensorData::F32(d.to_vec())).expect("tensor"))
-            .collect();
-        let out = exe.run(inputs).expect("runs");
-        (out[0].shape.clone(), out[0].as_f32().expect("f32").to_vec())
-    }
+pub(super) mod tests {
+    use super::super::tests::{fused, ops, run_inputs as run, HEADER};
+    use crate::ir::{Attr, Graph};
 
     /// `n` values of a fixed pseudo-random sequence in [-1, 1).
-    fn vals(n: usize, seed: u32) -> Vec<f32> {
+    pub(in crate::exec::fuse) fn vals(n: usize, seed: u32) -> Vec<f32> {
         let mut s = seed.wrapping_mul(2_654_435_761).wrapping_add(1);
         (0..n)
             .map(|_| {

@@ -6,6 +6,8 @@
 //! - `BatchNormalization` after a `Conv` with constant weights is folded into the weights;
 //! - the exporters' decomposed GELU, `0.5·x·(1 + Erf(x/√2))` in any of its usual spellings,
 //!   becomes one internal `Activation` node;
+//! - the exporters' decomposed layer normalization over the last axis becomes one
+//!   `LayerNormalization` node (`layer_norm`);
 //! - around a float32 `MatMul`, the `Add` of a constant per-column bias after a product by a
 //!   constant matrix, the `Transpose` of a run-time operand, a following `Mul` or `Div` by a
 //!   constant and a following `Add` of any tensor become one `FusedMatMul` (`matmul`);
@@ -16,12 +18,14 @@
 //! - a 1×1 convolution whose output only a depthwise convolution reads becomes one
 //!   `ConvDepthwise` (computed in bands of rows).
 //!
-//! Modules: `half` (the half-precision weights), `gelu` (the GELU patterns), `matmul` (the
-//! products), `depthwise` (the 1×1 and depthwise pairs); the other rewrites and the helpers they share are here.
+//! Modules: `half` (the half-precision weights), `gelu` (the GELU patterns), `layer_norm`
+//! (the layer normalizations), `matmul` (the products), `depthwise` (the 1×1 and depthwise
+//! pairs); the other rewrites and the helpers they share are here.
 
 mod depthwise;
 mod gelu;
 mod half;
+mod layer_norm;
 mod matmul;
 
 use crate::ir::{Attr, Graph, Node, Tensor, TensorData, ValueId, ValueInfo};
@@ -29,6 +33,7 @@ use crate::ops;
 use depthwise::fuse_pointwise_depthwise;
 use gelu::fuse_gelu;
 use half::widen_half_weights;
+use layer_norm::fuse_layer_norms;
 use matmul::{fuse_matmuls, is_matmul_by_constant};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -39,6 +44,7 @@ pub fn fuse(mut g: Graph) -> Graph {
     widen_half_weights(&mut g);
     fold_batch_norms(&mut g);
     fuse_gelu(&mut g);
+    fuse_layer_norms(&mut g);
     fuse_matmuls(&mut g);
     fuse_residual_adds(&mut g);
     fuse_activations(&mut g);
@@ -515,6 +521,23 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// Runs a text model on float32 inputs `(shape, data)` through the engine: its first
+    /// output's shape and values.
+    pub(super) fn run_inputs(text: &str, inputs: &[(&[usize], &[f32])]) -> (Vec<usize>, Vec<f32>) {
+        let proto = crate::text::parse_model(text).expect("parses");
+        let bytes = prost::Message::encode_to_vec(&proto);
+        let exe = crate::graph::compile_executable(&bytes, Vec::new()).expect("compiles");
+        let inputs = inputs
+            .iter()
+            .map(|(s, d)| {
+                crate::ir::Tensor::new(s.to_vec(), crate::ir::TensorData::F32(d.to_vec()))
+                    .expect("tensor")
+            })
+            .collect();
+        let out = exe.run(inputs).expect("runs");
+        (out[0].shape.clone(), out[0].as_f32().expect("f32").to_vec())
     }
 
     /// Runs a one-input text model through the engine.
