@@ -131,6 +131,26 @@ fn is_f32_product(n: &Node, f32s: &[bool], fixed: &[bool]) -> bool {
         && !operands.iter().flatten().all(|&v| fixed[v])
 }
 
+/// For node `i`, a float32 product of at most `max_inputs` inputs and no activation yet: its
+/// output and the node that alone reads it.
+fn sole_reader(
+    g: &Graph,
+    i: usize,
+    max_inputs: usize,
+    consumers: &[Option<usize>],
+    (f32s, fixed): (&[bool], &[bool]),
+) -> Option<(ValueId, usize)> {
+    let n = &g.nodes[i];
+    if !is_f32_product(n, f32s, fixed)
+        || n.inputs.len() > max_inputs
+        || n.attrs.contains_key("activation")
+    {
+        return None;
+    }
+    let out = n.outputs[0]?;
+    Some((out, consumers[out]?))
+}
+
 /// Makes `n` (a `MatMul` or a `FusedMatMul`) a `FusedMatMul`.
 fn make_fused(n: &mut Node) {
     n.op_type = "FusedMatMul".into();
@@ -221,15 +241,9 @@ fn fuse_scales(g: &mut Graph) {
     let (f32s, fixed) = (known_f32(g), fixed_values(g));
     let mut removed = vec![false; g.nodes.len()];
     for i in 0..g.nodes.len() {
-        let n = &g.nodes[i];
-        if !is_f32_product(n, &f32s, &fixed)
-            || n.inputs.len() > 2
-            || n.attrs.contains_key("activation")
-        {
+        let Some((out, c)) = sole_reader(g, i, 2, &consumers, (&f32s, &fixed)) else {
             continue;
-        }
-        let Some(out) = n.outputs[0] else { continue };
-        let Some(c) = consumers[out] else { continue };
+        };
         let s = &g.nodes[c];
         let factor = match other_input(s, "Mul", out) {
             Some(x) => scalar_f32(g, x),
@@ -267,15 +281,9 @@ fn fuse_addends(g: &mut Graph) {
     let (f32s, fixed) = (known_f32(g), fixed_values(g));
     let mut removed = vec![false; g.nodes.len()];
     for i in 0..g.nodes.len() {
-        let n = &g.nodes[i];
-        if !is_f32_product(n, &f32s, &fixed)
-            || n.inputs.len() > 3
-            || n.attrs.contains_key("activation")
-        {
+        let Some((out, a)) = sole_reader(g, i, 3, &consumers, (&f32s, &fixed)) else {
             continue;
-        }
-        let Some(out) = n.outputs[0] else { continue };
-        let Some(a) = consumers[out] else { continue };
+        };
         if removed[a] || !g.nodes[a].attrs.is_empty() {
             continue;
         }
@@ -295,12 +303,7 @@ fn fuse_addends(g: &mut Graph) {
         if z == out || !kept {
             continue;
         }
-        let mut fused = g.nodes[i].clone();
-        make_fused(&mut fused);
-        fused.inputs.resize(3, None);
-        fused.inputs.push(Some(z));
-        fused.outputs[0] = Some(new_out);
-        g.nodes[a] = fused;
+        super::move_into_add(g, (i, a), ("FusedMatMul", z, new_out));
         removed[i] = true;
     }
     drop_removed(g, &removed);

@@ -407,16 +407,27 @@ fn fuse_residual_adds(g: &mut Graph) {
         if !is_default(&g.nodes[a], "Add") || !absorb_declared(g, &[out], new_out) {
             continue;
         }
-        let mut fused = g.nodes[i].clone();
-        fused.op_type = "FusedConv".into();
-        fused.domain = ops::INTERNAL_DOMAIN.into();
-        fused.inputs.resize(3, None);
-        fused.inputs.push(Some(z));
-        fused.outputs[0] = Some(new_out);
-        g.nodes[a] = fused;
+        move_into_add(g, (i, a), ("FusedConv", z, new_out));
         removed[i] = true;
     }
     drop_removed(g, &removed);
+}
+
+/// Puts node `i`, made the internal `op_type` with `z` as its fourth input (the first three
+/// kept, padded with absent ones) and `out` as its output, in the place of node `add` (the Add
+/// it absorbs, which may come after `z`'s producer); node `i` is then to be removed.
+fn move_into_add(
+    g: &mut Graph,
+    (i, add): (usize, usize),
+    (op_type, z, out): (&str, ValueId, ValueId),
+) {
+    let mut fused = g.nodes[i].clone();
+    fused.op_type = op_type.into();
+    fused.domain = ops::INTERNAL_DOMAIN.into();
+    fused.inputs.resize(3, None);
+    fused.inputs.push(Some(z));
+    fused.outputs[0] = Some(out);
+    g.nodes[add] = fused;
 }
 
 fn fuse_activations(g: &mut Graph) {
