@@ -473,26 +473,9 @@ fn plan(
         }
         .ok_or_else(|| general_addend(&out, zs))
     });
-    // A vector with room for one entry per batch.
-    let per_batch = |len: usize| -> Result<Vec<usize>> {
-        let mut v = Vec::new();
-        v.try_reserve_exact(len).map_err(|_| {
-            ctx.err(
-                Status::NoSystemMemory,
-                format!("{total} batches do not fit in memory"),
-            )
-        })?;
-        Ok(v)
-    };
-    let mut batches = Vec::new();
-    batches.try_reserve_exact(total).map_err(|_| {
-        ctx.err(
-            Status::NoSystemMemory,
-            format!("{total} batches do not fit in memory"),
-        )
-    })?;
+    let mut batches = per_batch(ctx, total)?;
     let mut z_offsets = match &z_form {
-        Some(Ok(_)) => per_batch(total)?,
+        Some(Ok(_)) => per_batch(ctx, total)?,
         _ => Vec::new(),
     };
     let (a_bstr, b_bstr) = (&a_str2[..ra - 2], &b_str2[..rb - 2]);
@@ -562,6 +545,18 @@ fn plan(
         },
         out,
     ))
+}
+
+/// An empty vector with room for an entry per batch of `total`, or NO_SYSTEM_MEMORY.
+fn per_batch<T>(ctx: &BuildCtx, total: usize) -> Result<Vec<T>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(total).map_err(|_| {
+        ctx.err(
+            Status::NoSystemMemory,
+            format!("{total} batches do not fit in memory"),
+        )
+    })?;
+    Ok(v)
 }
 
 /// The row-major strides of a tensor of shape `shape`.

@@ -124,7 +124,7 @@ fn layer_norm_at(
     // n = d / s, or d · (1 / s)
     let dn = &g.nodes[div];
     if is_default(dn, "Div") && dn.inputs == [Some(d), Some(s)] && consumers[s] == Some(div) {
-        gone.push(div);
+        // Nothing between: the Div is the last node so far.
     } else {
         let recip = consumers[s]?;
         let rn = &g.nodes[recip];
@@ -135,7 +135,7 @@ fn layer_norm_at(
         if consumers[r] != Some(div) || other_input(dn, "Mul", d)? != Some(r) {
             return None;
         }
-        gone.extend([recip, div]);
+        gone.push(recip);
         reduced.push(r);
     }
     if g.nodes[div].outputs.len() != 1 {
@@ -165,8 +165,6 @@ fn layer_norm_at(
             last = c;
         }
     }
-    gone.retain(|&i| i != last);
-    gone.dedup();
     Some(Found {
         x,
         epsilon,

@@ -22,10 +22,17 @@ use crate::ops;
 /// Applies the four rewrites.
 pub(super) fn fuse_matmuls(g: &mut Graph) {
     fuse_matmul_bias(g);
-    fuse_transposed_operands(g);
-    fuse_scales(g);
-    fuse_addends(g);
+    // The rewrites below neither add values nor change a value's type or whether the planner
+    // folds it, so both are computed once for the three.
+    let kinds = (known_f32(g), fixed_values(g));
+    fuse_transposed_operands(g, &kinds);
+    fuse_scales(g, &kinds);
+    fuse_addends(g, &kinds);
 }
+
+/// Per value: whether it is float32 ([`known_f32`]) and whether the planner folds it
+/// ([`fixed_values`]).
+type Kinds = (Vec<bool>, Vec<bool>);
 
 /// A `MatMul` whose second operand is a constant float32 matrix (so the product is float32).
 pub(super) fn is_matmul_by_constant(g: &Graph, n: &Node) -> bool {
@@ -161,13 +168,12 @@ fn make_fused(n: &mut Node) {
 /// product's A or B, is read in place instead: the product takes the Transpose's input and the
 /// permutation as `perm_a` or `perm_b`. Not for a constant input (a weight is packed once
 /// anyway, and the planner folds its transpose).
-fn fuse_transposed_operands(g: &mut Graph) {
+fn fuse_transposed_operands(g: &mut Graph, (f32s, fixed): &Kinds) {
     let consumers = sole_consumers(g);
-    let (f32s, fixed) = (known_f32(g), fixed_values(g));
     let producers = super::producers(g);
     let mut removed = vec![false; g.nodes.len()];
     for i in 0..g.nodes.len() {
-        if !is_f32_product(&g.nodes[i], &f32s, &fixed) {
+        if !is_f32_product(&g.nodes[i], f32s, fixed) {
             continue;
         }
         for (j, name) in [(0, "perm_a"), (1, "perm_b")] {
@@ -236,12 +242,11 @@ fn declared_as_transpose(g: &Graph, src: ValueId, out: ValueId, perm: &[i64]) ->
 /// A float32 product with nothing added after it yet (no bias, addend or activation), whose
 /// output only a `Mul` by a scalar constant reads (either operand), or a `Div` by one (as its
 /// divisor), takes the factor as `alpha` (`alpha · A·B`).
-fn fuse_scales(g: &mut Graph) {
+fn fuse_scales(g: &mut Graph, (f32s, fixed): &Kinds) {
     let consumers = sole_consumers(g);
-    let (f32s, fixed) = (known_f32(g), fixed_values(g));
     let mut removed = vec![false; g.nodes.len()];
     for i in 0..g.nodes.len() {
-        let Some((out, c)) = sole_reader(g, i, 2, &consumers, (&f32s, &fixed)) else {
+        let Some((out, c)) = sole_reader(g, i, 2, &consumers, (f32s, fixed)) else {
             continue;
         };
         let s = &g.nodes[c];
@@ -276,12 +281,11 @@ fn fuse_scales(g: &mut Graph) {
 /// A float32 product with no addend or activation yet, whose output only an `Add` reads, takes
 /// the Add's other operand as its addend `Z` (input 3), in the Add's place: `Z` may be computed
 /// after the product in the node order, and the product's inputs all come before the Add.
-fn fuse_addends(g: &mut Graph) {
+fn fuse_addends(g: &mut Graph, (f32s, fixed): &Kinds) {
     let consumers = sole_consumers(g);
-    let (f32s, fixed) = (known_f32(g), fixed_values(g));
     let mut removed = vec![false; g.nodes.len()];
     for i in 0..g.nodes.len() {
-        let Some((out, a)) = sole_reader(g, i, 3, &consumers, (&f32s, &fixed)) else {
+        let Some((out, a)) = sole_reader(g, i, 3, &consumers, (f32s, fixed)) else {
             continue;
         };
         if removed[a] || !g.nodes[a].attrs.is_empty() {
