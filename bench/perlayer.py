@@ -96,15 +96,16 @@ def onnxruntime(path, threads, iters):
         times.append(1000 * (time.perf_counter() - t))
     del plain
     so.enable_profiling = True
-    so.profile_file_prefix = os.path.join(tempfile.mkdtemp(), "ort")
-    sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
-    for _ in range(3):
-        sess.run(None, feeds)
-    for _ in range(iters):
-        sess.run(None, feeds)
-    prof = sess.end_profiling()
-    with open(prof) as f:
-        evs = json.load(f)
+    with tempfile.TemporaryDirectory() as tmp:
+        so.profile_file_prefix = os.path.join(tmp, "ort")
+        sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+        for _ in range(3):
+            sess.run(None, feeds)
+        for _ in range(iters):
+            sess.run(None, feeds)
+        prof = sess.end_profiling()
+        with open(prof) as f:
+            evs = json.load(f)
     runs = sorted(e["ts"] for e in evs if e.get("name") == "model_run")
     first = runs[3] if len(runs) > 3 else 0
     out = []
@@ -132,13 +133,14 @@ def main():
                                                   "onnxifi-run"))
     ap.add_argument("--top", type=int, default=15, help="paired layers to list, widest gap first")
     args = ap.parse_args()
-    path = args.model
-    if not path.endswith(".onnx"):
-        model = compare_ort.BUILDERS[path][0]()
-        path = os.path.join(tempfile.mkdtemp(), args.model + ".onnx")
-        onnx.save(model, path)
-    a = ours(path, args.threads, args.iters, args.cli)
-    b, plain = onnxruntime(path, args.threads, args.iters)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = args.model
+        if not path.endswith(".onnx"):
+            model = compare_ort.BUILDERS[path][0]()
+            path = os.path.join(tmp, args.model + ".onnx")
+            onnx.save(model, path)
+        a = ours(path, args.threads, args.iters, args.cli)
+        b, plain = onnxruntime(path, args.threads, args.iters)
     print(f"# {args.model}, {args.threads} threads, {args.iters} runs; per-node medians, ms")
     print(f"sum of layers: ours {sum(map(med, a)):.2f}, ORT {sum(map(med, b)):.2f} "
           "(ORT's profiler inflates its own)")

@@ -325,7 +325,8 @@ pub fn api() -> &'static Api {
     })
 }
 
-/// The directory holding the generated test models and expected outputs (made once).
+/// The directory holding the generated test models and expected outputs (made once per
+/// version of their script and of the test environment, under `target/test-models/`).
 ///
 /// Runs `ffi-tests/models/make_test_models.py` with env `ONNXIFI_TEST_PYTHON` (or
 /// `ONNXIFI_RUST_PYTHON`), else `.venv/bin/python`.
@@ -342,10 +343,30 @@ pub fn models() -> &'static Path {
             "{} missing: run scripts/setup-test-env.sh first (or set ONNXIFI_TEST_PYTHON)",
             python.display()
         );
-        let dir = std::env::temp_dir().join(format!("onnxifi-ffi-tests-{}", std::process::id()));
+        // Generated once per version of the script and of the pinned test environment, into
+        // the target folder: later test processes reuse the folder, and nothing is left in the
+        // system's temporary folder.
+        let script = root.join("ffi-tests/models/make_test_models.py");
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        for file in [&script, &root.join("scripts/setup-test-env.sh")] {
+            let text = std::fs::read(file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+            std::hash::Hasher::write(&mut hasher, &text);
+        }
+        let key = std::hash::Hasher::finish(&hasher);
+        let dir = root.join(format!("target/test-models/{key:016x}"));
+        if dir.is_dir() {
+            return dir;
+        }
+        // Written beside it and renamed into place, so that a concurrent test process never
+        // sees a half-written folder.
+        let tmp = root.join(format!(
+            "target/test-models/{key:016x}.{}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&tmp);
         let out = Command::new(&python)
-            .arg(root.join("ffi-tests/models/make_test_models.py"))
-            .arg(&dir)
+            .arg(&script)
+            .arg(&tmp)
             .output()
             .expect("cannot run python");
         assert!(
@@ -353,6 +374,11 @@ pub fn models() -> &'static Path {
             "make_test_models.py failed:\n{}",
             String::from_utf8_lossy(&out.stderr)
         );
+        if std::fs::rename(&tmp, &dir).is_err() {
+            // Another process put its folder there first.
+            let _ = std::fs::remove_dir_all(&tmp);
+        }
+        assert!(dir.is_dir(), "{} missing after generation", dir.display());
         dir
     })
 }
