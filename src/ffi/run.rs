@@ -26,8 +26,15 @@ fn queue_run(
         input,
         Box::new(move |fence| {
             let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                let (result, events) =
-                    crate::trace::record_run(|| execute(&graph, &binding, fence, sink.wanted()));
+                // Spans are recorded only for a caller's trace list: a recording under way
+                // makes every step's span (its shapes formatted) on this thread, and at one
+                // thread the steps run on this one.
+                let wanted = sink.wanted();
+                let (result, events) = if wanted {
+                    crate::trace::record_run(|| execute(&graph, &binding, fence, true))
+                } else {
+                    (execute(&graph, &binding, fence, false), Vec::new())
+                };
                 // SAFETY: the sink's list is the caller's, kept alive until the output fence
                 // is signalled (the contract of the foxi onnxSetIOAndRunGraph), which happens
                 // after this.
