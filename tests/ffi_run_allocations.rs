@@ -11,6 +11,7 @@
 
 mod common;
 
+use common::counting::Counting;
 use common::model_bytes;
 use onnxifi_rust::backend::NUM_THREADS_PROPERTY;
 use onnxifi_rust::ffi::api::{
@@ -24,51 +25,23 @@ use onnxifi_rust::ffi::types::{
     ONNXIFI_MEMORY_TYPE_CPU, ONNXIFI_STATUS_SUCCESS, ONNXIFI_SYNCHRONIZATION_EVENT,
     ONNXIFI_TAG_MEMORY_FENCE_V1, ONNXIFI_TAG_TENSOR_DESCRIPTOR_V1,
 };
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::ffi::CString;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-
-/// Counts every allocation, on any thread, while measuring is on.
-struct Counting;
 
 static MEASURING: AtomicBool = AtomicBool::new(false);
 static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
 
+/// Counts an allocation, on any thread, while measuring is on.
 fn note_allocation() {
     if MEASURING.load(Ordering::Relaxed) {
         ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
     }
 }
 
-// SAFETY: every call is forwarded unchanged to the system allocator; counting touches only
-// atomics (which do not allocate).
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        note_allocation();
-        // SAFETY: the caller's layout contract is passed on.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        note_allocation();
-        // SAFETY: as for `alloc`.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        note_allocation();
-        // SAFETY: `ptr` came from this allocator (that is, from `System`) with `layout`.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: as for `realloc`.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: Counting = Counting {
+    note: note_allocation,
+};
 
 /// Asserts that an ONNXIFI call succeeded.
 fn ok(status: onnxStatus, what: &str) {

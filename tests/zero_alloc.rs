@@ -15,16 +15,13 @@
 
 mod common;
 
+use common::counting::Counting;
 use common::model_bytes;
 use onnxifi_rust::exec::Executable;
 use onnxifi_rust::ir::{DataType, Tensor, TensorData};
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
-
-/// Counts the allocations of measured threads while measuring is on.
-struct Counting;
 
 static MEASURING: AtomicBool = AtomicBool::new(false);
 static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
@@ -34,41 +31,17 @@ thread_local! {
     static MEASURED: Cell<bool> = const { Cell::new(false) };
 }
 
+/// Counts an allocation of a measured thread while measuring is on.
 fn note_allocation() {
     if MEASURING.load(Ordering::Relaxed) && MEASURED.with(Cell::get) {
         ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
     }
 }
 
-// SAFETY: every call is forwarded unchanged to the system allocator; counting touches only an
-// atomic and a const-initialised thread-local (neither allocates).
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        note_allocation();
-        // SAFETY: the caller's layout contract is passed on.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        note_allocation();
-        // SAFETY: as for `alloc`.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        note_allocation();
-        // SAFETY: `ptr` came from this allocator (that is, from `System`) with `layout`.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: as for `realloc`.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: Counting = Counting {
+    note: note_allocation,
+};
 
 /// One measurement at a time (the counters are global).
 static SERIAL: Mutex<()> = Mutex::new(());
