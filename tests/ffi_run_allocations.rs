@@ -10,9 +10,10 @@
 //! allocates meanwhile.
 
 mod common;
+mod counting;
 
-use common::counting::Counting;
 use common::model_bytes;
+use counting::Counting;
 use onnxifi_rust::backend::NUM_THREADS_PROPERTY;
 use onnxifi_rust::ffi::api::{
     onnxGetBackendIDs, onnxInitBackend, onnxInitEvent, onnxInitGraph, onnxReleaseBackend,

@@ -14,9 +14,10 @@
 //! element unwritten shows up here.
 
 mod common;
+mod counting;
 
-use common::counting::Counting;
 use common::model_bytes;
+use counting::Counting;
 use onnxifi_rust::exec::Executable;
 use onnxifi_rust::ir::{DataType, Tensor, TensorData};
 use std::cell::Cell;

@@ -4,8 +4,6 @@
 //! Each test binary uses only some of the helpers, hence the `dead_code` allowance.
 #![allow(dead_code)]
 
-pub mod counting;
-
 use onnxifi_rust::error::Error;
 use onnxifi_rust::exec::Executable;
 use onnxifi_rust::ir::{DataType, Tensor, TensorData};

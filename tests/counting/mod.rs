@@ -1,4 +1,5 @@
-//! A global allocator for tests that count allocations: every call goes to the system
+//! A global allocator for the tests that count allocations (its own module, apart from
+//! `common`, which test binaries that forbid `unsafe` include): every call goes to the system
 //! allocator unchanged, and `alloc`, `alloc_zeroed` and `realloc` first call the test's own
 //! `note` (which decides whether the allocation counts: on which thread, in which window).
 //! A test binary declares it with `#[global_allocator] static GLOBAL: Counting = Counting {
