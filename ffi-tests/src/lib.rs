@@ -326,7 +326,7 @@ pub fn api() -> &'static Api {
 }
 
 /// The directory holding the generated test models and expected outputs (made once per
-/// version of their script and of the test environment, under `target/test-models/`).
+/// version of their script, its inputs and the test environment, under `target/test-models/`).
 ///
 /// Runs `ffi-tests/models/make_test_models.py` with env `ONNXIFI_TEST_PYTHON` (or
 /// `ONNXIFI_RUST_PYTHON`), else `.venv/bin/python`.
@@ -343,14 +343,22 @@ pub fn models() -> &'static Path {
             "{} missing: run scripts/setup-test-env.sh first (or set ONNXIFI_TEST_PYTHON)",
             python.display()
         );
-        // Generated once per version of the script and of the pinned test environment, into
-        // the target folder: later test processes reuse the folder, and nothing is left in the
-        // system's temporary folder.
+        // Generated once per version of what they are made from (the script, the example
+        // models and the module it reads, the pinned test environment), into the target
+        // folder: later test processes reuse the folder, and nothing is left in the system's
+        // temporary folder.
         let script = root.join("ffi-tests/models/make_test_models.py");
+        let sources = [
+            script.clone(),
+            root.join("examples/make_small_cnn.py"),
+            root.join("examples/small_cnn.onnx"),
+            root.join("examples/small_cnn_dynamic.onnx"),
+            root.join("scripts/setup-test-env.sh"),
+        ];
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
-        for file in [&script, &root.join("scripts/setup-test-env.sh")] {
-            let text = std::fs::read(file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
-            std::hash::Hasher::write(&mut hasher, &text);
+        for file in &sources {
+            let bytes = std::fs::read(file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+            std::hash::Hasher::write(&mut hasher, &bytes);
         }
         let key = std::hash::Hasher::finish(&hasher);
         let dir = root.join(format!("target/test-models/{key:016x}"));
