@@ -141,6 +141,9 @@ run_one() {
     grep -Eo 'Test unit written to [^ ]+' "$log" | sed "s/^Test unit written to /$t: CRASH: /" || true
     echo "$t: replay with: $bin ARTIFACT (or cargo +$NIGHTLY fuzz run $t ARTIFACT)" >&2
     echo "$t: FAILED (exit $status); full log: $log" >&2
+  else
+    # A passing run's log has said what it had to (its stats above); only a failure's stays.
+    rm -f "$log"
   fi
   return "$status"
 }
