@@ -111,7 +111,10 @@ ci_runs() {
 
 ci=0
 run_one() {
-  local t=$1 log status corpus="fuzz/corpus/$t"
+  # `t` first, on its own: `local` expands all its words before it assigns any, so
+  # `corpus=.../$t` in the same declaration read the caller's `t` (unset for one target).
+  local t=$1
+  local log status corpus="fuzz/corpus/$t"
   mkdir -p "fuzz/artifacts/$t"
   log=$(mktemp "${TMPDIR:-/tmp}/fuzz-$t.XXXXXX.log")
   local -a dirs ci_flags=()
