@@ -17,7 +17,7 @@ pub use elem::Elem;
 pub use import::Outer;
 pub use import::{import, Weight};
 pub use pooled::PooledF32;
-pub use tensor::{numel, try_filled, Tensor, TensorData};
+pub use tensor::{numel, row_major_strides, try_filled, Tensor, TensorData};
 pub use value::Value;
 
 use std::collections::BTreeMap;

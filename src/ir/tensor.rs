@@ -541,6 +541,18 @@ pub fn numel(shape: &[usize]) -> Result<usize> {
         })
 }
 
+/// The row-major strides of a tensor of shape `shape`, in elements: the last axis 1, each
+/// other the product of the sizes after it (saturating, for shapes not yet checked).
+pub fn row_major_strides(shape: &[usize]) -> Vec<usize> {
+    let mut strides = vec![0; shape.len()];
+    let mut s = 1usize;
+    for d in (0..shape.len()).rev() {
+        strides[d] = s;
+        s = s.saturating_mul(shape[d]);
+    }
+    strides
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

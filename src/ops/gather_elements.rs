@@ -4,7 +4,7 @@
 use super::util::BuildCtx;
 use super::{Built, Kernel, OpDef, STORED};
 use crate::error::{Error, Result, Status};
-use crate::ir::{DataType, Elem, Tensor};
+use crate::ir::{row_major_strides, DataType, Elem, Tensor};
 
 /// The `GatherElements` operator.
 pub static DEF: OpDef = OpDef {
@@ -28,10 +28,7 @@ impl GatherElementsKernel {
         let x = x.as_slice::<T>()?;
         let out = out.as_mut_slice::<T>()?;
         let rank = self.data_shape.len();
-        let mut strides = vec![1usize; rank];
-        for d in (0..rank.saturating_sub(1)).rev() {
-            strides[d] = strides[d + 1] * self.data_shape[d + 1];
-        }
+        let strides = row_major_strides(&self.data_shape);
         let n = self.data_shape[self.axis] as i64;
         let mut pos = vec![0usize; rank];
         for (o, &k) in out.iter_mut().zip(idx) {

@@ -4,7 +4,7 @@ use super::gemm::prepacked_b;
 use super::util::{broadcast, f32_of, f32_out};
 use super::{BuildCtx, Built, Kernel, OpDef, FLOAT, NUMERIC};
 use crate::error::{Error, Result, Status};
-use crate::ir::{DataType, Elem, Tensor};
+use crate::ir::{row_major_strides, DataType, Elem, Tensor};
 use crate::kernels::activation::Activation;
 use crate::kernels::cpu;
 use crate::kernels::gemm::{sgemm_packed, sgemm_with, Bias, Epilogue, MatRef, PackedB};
@@ -324,7 +324,7 @@ fn view(
     stored: &[usize],
     perm: Option<&[i64]>,
 ) -> Result<(Vec<usize>, Vec<usize>)> {
-    let strides = contiguous_strides(stored);
+    let strides = row_major_strides(stored);
     let Some(perm) = perm else {
         return Ok((stored.to_vec(), strides));
     };
@@ -465,7 +465,7 @@ fn plan(
         let padded: Vec<usize> = std::iter::repeat_n(1, r.saturating_sub(zs.len()))
             .chain(zs.iter().copied())
             .collect();
-        let z_str = contiguous_strides(&padded);
+        let z_str = row_major_strides(&padded);
         match fits.then(|| (padded[r - 2], padded[r - 1])) {
             Some((zm, zn)) if zm == m && zn == n => Some((true, padded, z_str)),
             Some((1, zn)) if zn == n => Some((false, padded, z_str)),
@@ -557,15 +557,4 @@ fn per_batch<T>(ctx: &BuildCtx, total: usize) -> Result<Vec<T>> {
         )
     })?;
     Ok(v)
-}
-
-/// The row-major strides of a tensor of shape `shape`.
-fn contiguous_strides(shape: &[usize]) -> Vec<usize> {
-    let mut strides = vec![0; shape.len()];
-    let mut s = 1usize;
-    for d in (0..shape.len()).rev() {
-        strides[d] = s;
-        s = s.saturating_mul(shape[d]);
-    }
-    strides
 }

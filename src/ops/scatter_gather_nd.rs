@@ -6,7 +6,7 @@
 use super::util::BuildCtx;
 use super::{Built, Kernel, OpDef, STORED};
 use crate::error::{Error, Result, Status};
-use crate::ir::{DataType, Elem, Tensor};
+use crate::ir::{row_major_strides, DataType, Elem, Tensor};
 use crate::kernels::scalar::Scalar;
 
 /// The `GatherND` operator.
@@ -92,14 +92,6 @@ fn tuple_at(idx: &[i64], t: usize, len: usize) -> Result<&[i64]> {
         .ok_or_else(|| Error::new(Status::InvalidShape, "fewer indices than planned"))
 }
 
-fn strides(shape: &[usize]) -> Vec<usize> {
-    let mut s = vec![1usize; shape.len()];
-    for d in (0..shape.len().saturating_sub(1)).rev() {
-        s[d] = s[d + 1] * shape[d + 1];
-    }
-    s
-}
-
 struct GatherNdKernel {
     data_shape: Vec<usize>,
     batch_dims: usize,
@@ -117,7 +109,7 @@ impl GatherNdKernel {
     fn compute<T: Elem>(&self, x: &Tensor, idx: &[i64], out: &mut Tensor) -> Result<()> {
         let x = x.as_slice::<T>()?;
         let out = out.as_mut_slice::<T>()?;
-        let st = strides(&self.data_shape);
+        let st = row_major_strides(&self.data_shape);
         let batch_block: usize = self.data_shape[self.batch_dims..].iter().product();
         if self.tuple == 0 && self.slice == 0 {
             // Empty tuples of empty slices: nothing to read, nothing to write, however many.
@@ -205,7 +197,7 @@ impl ScatterNdKernel {
         let out = out.as_mut_slice::<T>()?;
         out.copy_from_slice(x.as_slice::<T>()?);
         let upd = upd.as_slice::<T>()?;
-        let st = strides(&self.data_shape);
+        let st = row_major_strides(&self.data_shape);
         if self.tuple == 0 && self.slice == 0 {
             // Empty tuples of empty slices: nothing to read, nothing to write, however many.
             return Ok(());
@@ -296,7 +288,7 @@ impl ScatterElementsKernel {
         let out = out.as_mut_slice::<T>()?;
         out.copy_from_slice(x.as_slice::<T>()?);
         let upd = upd.as_slice::<T>()?;
-        let st = strides(&self.data_shape);
+        let st = row_major_strides(&self.data_shape);
         let rank = self.idx_shape.len();
         let mut pos = vec![0usize; rank];
         for (&k, &u) in idx.iter().zip(upd) {

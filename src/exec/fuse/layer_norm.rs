@@ -262,8 +262,7 @@ pub(super) fn fuse_layer_norms(g: &mut Graph) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::matmul::tests::vals;
-    use super::super::tests::{fused, ops, run_inputs, HEADER};
+    use super::super::tests::{close_to, fused, ops, run_inputs, vals, HEADER};
 
     /// Layer normalization of each row of `x` (`cols` wide) by the definition, in f64.
     fn reference(x: &[f32], cols: usize, eps: f64, gamma: &[f64], beta: &[f64]) -> Vec<f64> {
@@ -282,14 +281,9 @@ mod tests {
             .collect()
     }
 
+    /// [`close_to`] within 2e-5 relative.
     fn close(got: &[f32], want: &[f64], what: &str) {
-        assert_eq!(got.len(), want.len(), "{what}");
-        for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
-            assert!(
-                (g as f64 - w).abs() <= 2e-5 * (1.0 + w.abs()),
-                "{what} [{i}]: {g} vs {w}"
-            );
-        }
+        close_to(got, want, 2e-5, what);
     }
 
     /// Both usual spellings become one `LayerNormalization` and compute the normalisation: PyTorch's

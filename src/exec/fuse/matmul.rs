@@ -314,29 +314,13 @@ fn fuse_addends(g: &mut Graph, (f32s, fixed): &Kinds) {
 }
 
 #[cfg(test)]
-pub(super) mod tests {
-    use super::super::tests::{fused, ops, run_inputs as run, HEADER};
+mod tests {
+    use super::super::tests::{close_to, fused, ops, run_inputs as run, vals, HEADER};
     use crate::ir::{Attr, Graph};
 
-    /// `n` values of a fixed pseudo-random sequence in [-1, 1).
-    pub(in crate::exec::fuse) fn vals(n: usize, seed: u32) -> Vec<f32> {
-        let mut s = seed.wrapping_mul(2_654_435_761).wrapping_add(1);
-        (0..n)
-            .map(|_| {
-                s = s.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
-                (s >> 8) as f32 / (1u32 << 23) as f32 - 1.0
-            })
-            .collect()
-    }
-
+    /// [`close_to`] within 1e-5 relative.
     fn close(got: &[f32], want: &[f64], what: &str) {
-        assert_eq!(got.len(), want.len(), "{what}: length");
-        for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
-            assert!(
-                (g as f64 - w).abs() <= 1e-5 * (1.0 + w.abs()),
-                "{what} [{i}]: {g} vs {w}"
-            );
-        }
+        close_to(got, want, 1e-5, what);
     }
 
     fn attr<'g>(g: &'g Graph, node: usize, name: &str) -> Option<&'g Attr> {

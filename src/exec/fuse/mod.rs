@@ -496,6 +496,28 @@ mod tests {
 
     pub(super) const HEADER: &str = "<ir_version: 8, opset_import: [\"\" : 17]>";
 
+    /// `n` values of a fixed pseudo-random sequence in [-1, 1).
+    pub(super) fn vals(n: usize, seed: u32) -> Vec<f32> {
+        let mut s = seed.wrapping_mul(2_654_435_761).wrapping_add(1);
+        (0..n)
+            .map(|_| {
+                s = s.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+                (s >> 8) as f32 / (1u32 << 23) as f32 - 1.0
+            })
+            .collect()
+    }
+
+    /// Asserts `got` as long as `want` and every value within `rel · (1 + |want|)` of it.
+    pub(super) fn close_to(got: &[f32], want: &[f64], rel: f64, what: &str) {
+        assert_eq!(got.len(), want.len(), "{what}: length");
+        for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
+            assert!(
+                (g as f64 - w).abs() <= rel * (1.0 + w.abs()),
+                "{what} [{i}]: {g} vs {w}"
+            );
+        }
+    }
+
     #[test]
     fn matmul_bias_and_gelu_fuse_and_compute_the_same() {
         let text = format!(
