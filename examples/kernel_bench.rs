@@ -9,6 +9,7 @@
 //! expansion and depthwise layers), banded and apart;
 //! `KB_GEMM="m,k,n;..."` adds fully connected layers (B prepacked, `Gemm` with `transB`; on
 //! AVX-512 with AVX512_BF16 also as bfloat16 pairs, the cases named `bf16`);
+//! `KB_POOL="c,hw,k,s,pad;..."` adds max poolings (the process's ISA; a "flop" is a window tap);
 //! `KB_COLD=n` cycles each through `n` copies of its data (outer caches, as inside a model);
 //! `KB_WALL=1` times in wall-clock time instead (which counts a worker's idle waits);
 //! `KB_THREADS=1,4,16` sets the pool sizes (default 1,2).
@@ -18,6 +19,7 @@ use std::time::Instant;
 use onnxifi_rust::kernels::conv::{Conv2d, Conv2dParams, PointwiseDepthwise};
 use onnxifi_rust::kernels::cpu::{self, Isa};
 use onnxifi_rust::kernels::gemm::{self, Epilogue, MatRef};
+use onnxifi_rust::kernels::pool::{self, Pool2dParams};
 use onnxifi_rust::kernels::reference::Rng;
 use onnxifi_rust::kernels::Activation;
 
@@ -204,6 +206,17 @@ fn main() {
             }
         }
     }
+    for spec in std::env::var("KB_POOL").unwrap_or_default().split(';') {
+        let v: Vec<usize> = spec
+            .split(',')
+            .filter_map(|x| x.trim().parse().ok())
+            .collect();
+        let [c, hw, k, s, pad] = v[..] else { continue };
+        for &threads in &thread_counts {
+            let name = format!("maxpool {c}x{hw}² {k}x{k}/{s} pad {pad} t{threads}");
+            cases.push(max_pool_case(name, (c, hw, k, s, pad), threads, &mut rng));
+        }
+    }
     if let Ok(filter) = std::env::var("KB_CASE") {
         cases.retain(|c| c.name.contains(&filter));
     }
@@ -301,6 +314,51 @@ fn conv_case(name: String, isa: Isa, p: Conv2dParams, threads: usize, rng: &mut 
         run: Box::new(move || {
             let (conv, x, out) = &mut layers[next];
             conv.run(x, out, Activation::Relu);
+            next = (next + 1) % copies;
+        }),
+        pool: pool(threads),
+        samples: Vec::new(),
+    }
+}
+
+/// A max pooling of `c` planes of `hw`², `k×k` windows at stride `s` with `pad` on every side
+/// (the process's ISA), counted as one "flop" per window tap; `KB_COLD` as for [`conv_case`].
+fn max_pool_case(
+    name: String,
+    (c, hw, k, s, pad): (usize, usize, usize, usize, usize),
+    threads: usize,
+    rng: &mut Rng,
+) -> Case {
+    let out = (hw + 2 * pad - k) / s + 1;
+    let p = Pool2dParams {
+        batch: 1,
+        channels: c,
+        in_h: hw,
+        in_w: hw,
+        kernel_h: k,
+        kernel_w: k,
+        stride_h: s,
+        stride_w: s,
+        pad_top: pad,
+        pad_left: pad,
+        pad_bottom: pad,
+        pad_right: pad,
+        dilation_h: 1,
+        dilation_w: 1,
+        out_h: out,
+        out_w: out,
+    };
+    let copies = cold_copies();
+    let mut layers: Vec<_> = (0..copies)
+        .map(|_| (rng.vec(c * hw * hw), vec![0.0f32; c * out * out]))
+        .collect();
+    let mut next = 0;
+    Case {
+        name,
+        flops: (c * out * out * k * k) as f64,
+        run: Box::new(move || {
+            let (x, y) = &mut layers[next];
+            pool::max_pool2d(&p, x, y);
             next = (next + 1) % copies;
         }),
         pool: pool(threads),
