@@ -71,10 +71,12 @@ pub(super) unsafe fn max_plane_stride2<const KW: usize>(
         // SAFETY: output row `oy` of the `taps.len() · out_w` floats (contract).
         let orow = unsafe { out.add(oy * out_w) };
         let n_rows = ky1.saturating_sub(ky0);
-        let first = oy * stride + ky0 * dilation;
-        for (i, r) in rows.iter_mut().enumerate().take(n_rows) {
-            // (`first ≥ pad` when the window has rows inside the input.)
-            *r = x.wrapping_add((first - pad + i * dilation) * g.in_w);
+        if n_rows > 0 {
+            // The window's first row inside the input (so `oy·stride + ky0·dilation ≥ pad`).
+            let first = oy * stride + ky0 * dilation - pad;
+            for (i, r) in rows.iter_mut().enumerate().take(n_rows) {
+                *r = x.wrapping_add((first + i * dilation) * g.in_w);
+            }
         }
         let mut ox0 = 0;
         while ox0 < out_w {
