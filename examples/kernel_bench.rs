@@ -129,11 +129,7 @@ fn main() {
             cases.push(conv_case(name, isa, p, threads, &mut rng));
         }
     }
-    for spec in std::env::var("KB_CONV").unwrap_or_default().split(';') {
-        let v: Vec<usize> = spec
-            .split(',')
-            .filter_map(|x| x.trim().parse().ok())
-            .collect();
+    for v in specs("KB_CONV") {
         let (ic, hw, oc, k, s, pad, groups) = match v[..] {
             [ic, hw, oc, k, s, pad] => (ic, hw, oc, k, s, pad, 1),
             [ic, hw, oc, k, s, pad, g] => (ic, hw, oc, k, s, pad, g),
@@ -167,11 +163,7 @@ fn main() {
             }
         }
     }
-    for spec in std::env::var("KB_GEMM").unwrap_or_default().split(';') {
-        let v: Vec<usize> = spec
-            .split(',')
-            .filter_map(|x| x.trim().parse().ok())
-            .collect();
+    for v in specs("KB_GEMM") {
         let [m, k, n] = v[..] else { continue };
         for &isa in &isas {
             for &threads in &thread_counts {
@@ -184,11 +176,7 @@ fn main() {
             }
         }
     }
-    for spec in std::env::var("KB_PWDW").unwrap_or_default().split(';') {
-        let v: Vec<usize> = spec
-            .split(',')
-            .filter_map(|x| x.trim().parse().ok())
-            .collect();
+    for v in specs("KB_PWDW") {
         let [ic, hw, mid, k, s] = v[..] else { continue };
         for &isa in &isas {
             for &threads in &thread_counts {
@@ -206,11 +194,7 @@ fn main() {
             }
         }
     }
-    for spec in std::env::var("KB_POOL").unwrap_or_default().split(';') {
-        let v: Vec<usize> = spec
-            .split(',')
-            .filter_map(|x| x.trim().parse().ok())
-            .collect();
+    for v in specs("KB_POOL") {
         let [c, hw, k, s, pad] = v[..] else { continue };
         for &threads in &thread_counts {
             let name = format!("maxpool {c}x{hw}² {k}x{k}/{s} pad {pad} t{threads}");
@@ -273,6 +257,20 @@ fn main() {
             c.samples[c.samples.len() - 1]
         );
     }
+}
+
+/// The `;`-separated lists of comma-separated sizes in the environment variable `var` (an
+/// entry that does not parse is skipped by its caller's pattern).
+fn specs(var: &str) -> Vec<Vec<usize>> {
+    std::env::var(var)
+        .unwrap_or_default()
+        .split(';')
+        .map(|spec| {
+            spec.split(',')
+                .filter_map(|x| x.trim().parse().ok())
+                .collect()
+        })
+        .collect()
 }
 
 /// Copies of a layer's data a case cycles through (`KB_COLD`, default 1).

@@ -7,9 +7,10 @@ use std::arch::x86_64::*;
 
 use super::{DwPlane, DW_MAX_KW};
 
-/// Lanes `i < 16` whose index `start + i` lies in `0..len`.
+/// Lanes `i < 16` whose index `start + i` lies in `0..len` (the load mask of 16 floats from
+/// `start` on in a row of `len`).
 #[inline(always)]
-fn lane_mask(start: isize, len: usize) -> __mmask16 {
+pub(super) fn lane_mask(start: isize, len: usize) -> __mmask16 {
     let lo = (-start).clamp(0, 16) as u32;
     let hi = (len as isize - start).clamp(0, 16) as u32;
     if hi <= lo {

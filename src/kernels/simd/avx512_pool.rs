@@ -7,6 +7,8 @@
 
 use std::arch::x86_64::*;
 
+use super::avx512_depthwise::lane_mask;
+
 /// The maximum of `a` and `b`, a NaN when either is NaN (`VMAXPS` alone returns its second
 /// operand when either is NaN, and `VRANGEPS` returns the number, so the NaN lanes of `b` are
 /// put back).
@@ -15,18 +17,6 @@ use std::arch::x86_64::*;
 fn max_nan(a: __m512, b: __m512) -> __m512 {
     let m = _mm512_max_ps(b, a);
     _mm512_mask_mov_ps(m, _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(b, b), b)
-}
-
-/// Lanes `i < 16` whose position `start + i` lies in `0..len`.
-#[inline(always)]
-fn lanes_inside(start: isize, len: usize) -> __mmask16 {
-    let lo = (-start).clamp(0, 16) as u32;
-    let hi = (len as isize - start).clamp(0, 16) as u32;
-    if hi <= lo {
-        return 0;
-    }
-    let upto = if hi == 16 { 0xFFFF } else { (1u32 << hi) - 1 };
-    (upto & !((1u32 << lo) - 1)) as __mmask16
 }
 
 /// Geometry of one plane for [`max_plane_stride2`].
@@ -86,13 +76,13 @@ pub(super) unsafe fn max_plane_stride2<const KW: usize>(
             // last 3-wide window reads), lanes outside the row masked off.
             let s = (2 * ox0) as isize - pad_left as isize;
             let masks: [__mmask16; 3] =
-                std::array::from_fn(|t| lanes_inside(s + 16 * t as isize, g.in_w));
+                std::array::from_fn(|t| lane_mask(s + 16 * t as isize, g.in_w));
             if n_rows > 0 {
                 // SAFETY: `n_rows ≥ 1` pointers were just set.
                 let last = unsafe { *rows.as_ptr().add(n_rows - 1) }.wrapping_offset(s);
                 for ahead in [g.ahead_rows, g.ahead_rows + 1] {
                     // Only prefetched: any address will do.
-                    let q = last.wrapping_add(ahead * g.in_w);
+                    let q = last.wrapping_add(ahead.wrapping_mul(g.in_w));
                     _mm_prefetch::<_MM_HINT_T0>(q as *const i8);
                     _mm_prefetch::<_MM_HINT_T0>(q.wrapping_add(16) as *const i8);
                 }
