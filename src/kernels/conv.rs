@@ -220,9 +220,10 @@ impl ConvFilters {
         if p.is_depthwise() {
             return Ok(ConvFilters::Depthwise(weights.to_vec()));
         }
-        if winograd::suits(p) {
+        if let Some(r) = winograd::output_tile(p) {
             return Ok(ConvFilters::Winograd(WinogradFilters::prepare(
                 isa,
+                r,
                 p.out_channels,
                 p.in_channels,
                 weights,

@@ -1,21 +1,23 @@
-//! Winograd F(4×4, 3×3) convolution, for 3×3 kernels with stride 1, dilation 1 and one group
-//! (the 3×3 layers of ResNet-style networks). It needs 36 multiplications per 4×4 output tile
-//! and channel pair where the direct method needs 144.
+//! Winograd convolution, for 3×3 kernels with stride 1, dilation 1 and one group (the 3×3
+//! layers of ResNet- and VGG-style networks), in two variants ([`transforms`]): F(4×4, 3×3),
+//! 36 multiplications per 4×4 output tile and channel pair where the direct method needs 144,
+//! and F(2×2, 3×3), 16 where it needs 36, for the wide layers on small images.
 //!
-//! With `d` a 6×6 input tile, `g` a 3×3 filter and the interpolation points 0, ±1, ±2, ∞
-//! (Lavin & Gray, "Fast Algorithms for Convolutional Neural Networks", 2016), the 4×4 output is
-//! `Aᵀ [(G g Gᵀ) ⊙ (Bᵀ d B)] A`, summed over input channels before the output transform. So:
-//! 1. the filters are transformed once, `U_e = (G g Gᵀ)_e` for the 36 positions `e`, each an
+//! With `d` an `T×T` input tile (`T = R + 2` for `R×R` outputs) and `g` a 3×3 filter, the
+//! output tile is `Aᵀ [(G g Gᵀ) ⊙ (Bᵀ d B)] A`, summed over input channels before the output
+//! transform. So:
+//! 1. the filters are transformed once, `U_e = (G g Gᵀ)_e` for the `T²` positions `e`, each an
 //!    `[in_c × out_c]` matrix prepacked as a GEMM B operand ([`WinogradFilters`]);
 //! 2. per block of tiles, the input transform writes `V[tile][e][c] = (Bᵀ d B)_e`;
-//! 3. 36 GEMMs `M_e[tile × out_c] = V_e[tile × in_c] · U_e`;
-//! 4. the output transform `Aᵀ M A` gives the 4×4 outputs, plus bias and activation, cropped at
-//!    the image edge.
+//! 3. `T²` GEMMs `M_e[tile × out_c] = V_e[tile × in_c] · U_e`;
+//! 4. the output transform `Aᵀ M A` gives the `R×R` outputs, plus bias and activation, cropped
+//!    at the image edge.
 //!
 //! The transforms run on 8 channels at once (plain loops over fixed-size lane arrays, which the
 //! compiler vectorises inside `simd::vectorize`). Zero padding is read as zeros at the tile
-//! loads, never materialised. Error: about 4e-6 relative to the output scale in fp32 (the
-//! transforms' largest coefficients are 8), measured against the f64 direct sum in the tests.
+//! loads, never materialised. Error of F(4×4, 3×3): about 4e-6 relative to the output scale in
+//! fp32 (the transforms' largest coefficients are 8), measured against the f64 direct sum in
+//! the tests; F(2×2, 3×3)'s coefficients are at most 1.
 #![forbid(unsafe_code)]
 
 use rayon::prelude::*;
@@ -26,11 +28,10 @@ use super::conv::Conv2dParams;
 use super::cpu::Isa;
 use super::gemm::{self, Epilogue, MatRef, PackedB};
 use super::{scratch, simd};
+use transforms::{Variant, F2, F4};
 
 /// Channels transformed together (lanes of the transform loops).
 const L: usize = 8;
-/// Positions of a transformed 6×6 tile.
-const E: usize = 36;
 /// Most floats of one block's transformed inputs or GEMM outputs in [`run_phases`] (4 MiB
 /// each).
 const BLOCK_FLOATS: usize = 1 << 20;
@@ -41,34 +42,47 @@ const BAND_FLOATS: usize = 1 << 17;
 /// One value per lane.
 type Lanes = [f32; L];
 
-/// `G` of F(4×4, 3×3): the filter transform, 6×3.
-const G: [[f64; 3]; 6] = [
-    [0.25, 0.0, 0.0],
-    [-1.0 / 6.0, -1.0 / 6.0, -1.0 / 6.0],
-    [-1.0 / 6.0, 1.0 / 6.0, -1.0 / 6.0],
-    [1.0 / 24.0, 1.0 / 12.0, 1.0 / 6.0],
-    [1.0 / 24.0, -1.0 / 12.0, 1.0 / 6.0],
-    [0.0, 0.0, 1.0],
-];
-
-/// Whether the convolution `p` is one this module computes: 3×3, stride 1, dilation 1, one
-/// group, at least 16 input and output channels (below that the transforms cost more than the
-/// multiplications they save), and at most 256×256 channel pairs: the transformed filters take
-/// 4× the memory of the plain ones, and the wide layers (512 channels at 7×7 in ResNet-50) are
-/// where the 4×4 tiles fit the image worst, so there the memory is not worth the time saved.
-/// It also needs at least [`MIN_TILES`] output tiles: each of the 36 GEMMs has one row per
-/// tile, and with fewer the GEMMs run short of rows while the transforms cost the same per
-/// tile.
+/// Whether the convolution `p` is one this module computes (in either variant, see
+/// [`output_tile`]).
 pub fn suits(p: &Conv2dParams) -> bool {
-    computes(p)
-        && p.batch
-            .saturating_mul(p.out_h().div_ceil(4))
-            .saturating_mul(p.out_w().div_ceil(4))
-            >= MIN_TILES
+    output_tile(p).is_some()
 }
 
-/// Whether `p` is a geometry and channel count [`run`] computes (any number of tiles).
-fn computes(p: &Conv2dParams) -> bool {
+/// The output tile `R` of the variant F(R×R, 3×3) that computes `p`, if one does: 3×3, stride
+/// 1, dilation 1, one group, at least 16 input and output channels (below that the transforms
+/// cost more than the multiplications they save), and at least [`MIN_TILES`] output tiles:
+/// each of the GEMMs has one row per tile, and with fewer the GEMMs run short of rows while
+/// the transforms cost the same per tile.
+/// - F(4×4, 3×3) for at most 256×256 channel pairs: its transformed filters take 36/9 = 4×
+///   the memory of the plain ones.
+/// - Otherwise F(2×2, 3×3), for at most 512×512 channel pairs (16/9 of the memory) and at
+///   least [`MIN_CHANNELS_F2`] channels: the wide layers on small images, where the 4×4 tiles
+///   are too few and fit the image worst (ResNet-50's 512 channels at 7×7: 2×2 tiles of 4×4,
+///   or 4×4 tiles of 2×2).
+pub fn output_tile(p: &Conv2dParams) -> Option<usize> {
+    let tiles = |r: usize| {
+        p.batch
+            .saturating_mul(p.out_h().div_ceil(r))
+            .saturating_mul(p.out_w().div_ceil(r))
+    };
+    let pairs = p.in_channels.saturating_mul(p.out_channels);
+    if !plain_3x3(p) {
+        None
+    } else if pairs <= MAX_CHANNEL_PAIRS && tiles(4) >= MIN_TILES {
+        Some(4)
+    } else if pairs <= MAX_CHANNEL_PAIRS_F2
+        && p.in_channels.min(p.out_channels) >= MIN_CHANNELS_F2
+        && tiles(2) >= MIN_TILES
+    {
+        Some(2)
+    } else {
+        None
+    }
+}
+
+/// Whether `p` is a geometry and channel count [`run`] computes (any number of tiles and
+/// channel pairs).
+fn plain_3x3(p: &Conv2dParams) -> bool {
     p.kernel_h == 3
         && p.kernel_w == 3
         && p.stride_h == 1
@@ -78,7 +92,6 @@ fn computes(p: &Conv2dParams) -> bool {
         && p.groups == 1
         && p.in_channels >= 16
         && p.out_channels >= 16
-        && p.in_channels * p.out_channels <= MAX_CHANNEL_PAIRS
 }
 
 /// Fewest output tiles (over the batch) [`suits`] accepts. ResNet-50's 256-channel 3×3 layers
@@ -89,13 +102,22 @@ fn computes(p: &Conv2dParams) -> bool {
 /// band schedule were reworked, Winograd had been the slower one there (2.03 against 1.83 ms).
 const MIN_TILES: usize = 16;
 
-/// Most `in_c · out_c` [`suits`] accepts.
+/// Most `in_c · out_c` F(4×4, 3×3) takes.
 const MAX_CHANNEL_PAIRS: usize = 256 * 256;
+/// Most `in_c · out_c` F(2×2, 3×3) takes.
+const MAX_CHANNEL_PAIRS_F2: usize = 512 * 512;
+/// Fewest input and output channels F(2×2, 3×3) takes. `kernel_bench` (1 thread, `KB_COLD=4`,
+/// 3 interleaved rounds, GFLOP/s of the direct method's flops), implicit im2col GEMM →
+/// F(2×2, 3×3) at 7×7: 512 channels 78–84 → 110–118, 256 75–78 → 97–108, 128 68–77 → 84–95,
+/// 64 39–47 → 48–54; at 8×8, 32 channels 30–40 → 24–34 and 16 17 → 11–13.
+const MIN_CHANNELS_F2: usize = 64;
 
-/// The transformed filters of one convolution: `U_e = (G g Gᵀ)_e` for each of the 36
-/// positions, an `[in_c × out_c]` GEMM B operand each.
+/// The transformed filters of one convolution: `U_e = (G g Gᵀ)_e` for each of the `T²`
+/// positions of its variant, an `[in_c × out_c]` GEMM B operand each.
 #[derive(Debug)]
 pub struct WinogradFilters {
+    /// The variant's output tile `R` (4 or 2).
+    r: usize,
     /// Input channels.
     in_c: usize,
     /// Output channels.
@@ -105,42 +127,64 @@ pub struct WinogradFilters {
 }
 
 impl WinogradFilters {
-    /// Transforms `weights` (`[out_c, in_c, 3, 3]`, checked by the caller) for `isa`'s GEMM.
-    pub fn prepare(isa: Isa, out_c: usize, in_c: usize, weights: &[f32]) -> Self {
-        let mut u = vec![vec![0.0f32; in_c * out_c]; E];
-        // Input channel outer, output channel inner: each of the 36 matrices is written
-        // sequentially (row `c`, columns `o`).
-        for c in 0..in_c {
-            for o in 0..out_c {
-                let g = &weights[(o * in_c + c) * 9..][..9];
-                // t = G·g (6×3), then t·Gᵀ (6×6), in f64 and rounded once.
-                let mut t = [[0.0f64; 3]; 6];
-                for (ti, gi) in t.iter_mut().zip(&G) {
-                    for (k, tk) in ti.iter_mut().enumerate() {
-                        *tk = gi[0] * f64::from(g[k])
-                            + gi[1] * f64::from(g[3 + k])
-                            + gi[2] * f64::from(g[6 + k]);
-                    }
-                }
-                for (i, ti) in t.iter().enumerate() {
-                    for (j, gj) in G.iter().enumerate() {
-                        let v = ti[0] * gj[0] + ti[1] * gj[1] + ti[2] * gj[2];
-                        u[i * 6 + j][c * out_c + o] = v as f32;
-                    }
-                }
-            }
-        }
+    /// Transforms `weights` (`[out_c, in_c, 3, 3]`, checked by the caller) for the variant of
+    /// output tile `r` ([`output_tile`]: 4, else 2) and `isa`'s GEMM.
+    pub fn prepare(isa: Isa, r: usize, out_c: usize, in_c: usize, weights: &[f32]) -> Self {
+        let u = if r == 4 {
+            transform_filters::<6>(&F4::G, out_c, in_c, weights)
+        } else {
+            transform_filters::<4>(&F2::G, out_c, in_c, weights)
+        };
         let u = u
             .iter()
             .map(|m| PackedB::with_isa(isa, MatRef::row_major(m, in_c, out_c)))
             .collect();
-        WinogradFilters { in_c, out_c, u }
+        WinogradFilters {
+            r: if r == 4 { 4 } else { 2 },
+            in_c,
+            out_c,
+            u,
+        }
     }
 
     /// Whether these filters belong to the convolution `p`.
     pub fn fits(&self, p: &Conv2dParams) -> bool {
-        computes(p) && self.in_c == p.in_channels && self.out_c == p.out_channels
+        output_tile(p) == Some(self.r) && self.in_c == p.in_channels && self.out_c == p.out_channels
     }
+}
+
+/// The `T²` matrices `U_e[c][o] = (G g Gᵀ)_e` of the filters `g` of `weights`
+/// (`[out_c, in_c, 3, 3]`), for the `T×3` filter transform `g_t`.
+fn transform_filters<const T: usize>(
+    g_t: &[[f64; 3]; T],
+    out_c: usize,
+    in_c: usize,
+    weights: &[f32],
+) -> Vec<Vec<f32>> {
+    let mut u = vec![vec![0.0f32; in_c * out_c]; T * T];
+    // Input channel outer, output channel inner: each matrix is written sequentially (row
+    // `c`, columns `o`).
+    for c in 0..in_c {
+        for o in 0..out_c {
+            let g = &weights[(o * in_c + c) * 9..][..9];
+            // t = G·g (T×3), then t·Gᵀ (T×T), in f64 and rounded once.
+            let mut t = [[0.0f64; 3]; T];
+            for (ti, gi) in t.iter_mut().zip(g_t) {
+                for (k, tk) in ti.iter_mut().enumerate() {
+                    *tk = gi[0] * f64::from(g[k])
+                        + gi[1] * f64::from(g[3 + k])
+                        + gi[2] * f64::from(g[6 + k]);
+                }
+            }
+            for (i, ti) in t.iter().enumerate() {
+                for (j, gj) in g_t.iter().enumerate() {
+                    let v = ti[0] * gj[0] + ti[1] * gj[1] + ti[2] * gj[2];
+                    u[i * T + j][c * out_c + o] = v as f32;
+                }
+            }
+        }
+    }
+    u
 }
 
 /// Runs the convolution `p` (which [`suits`]) with filters `f`: `output = act(conv(input) +
@@ -162,9 +206,10 @@ pub(crate) fn run(
     output: &mut [f32],
 ) {
     let (ic, oc) = (p.in_channels, p.out_channels);
-    let (th, tw) = (p.out_h().div_ceil(4), p.out_w().div_ceil(4));
+    let r = f.r;
+    let (th, tw) = (p.out_h().div_ceil(r), p.out_w().div_ceil(r));
     let tiles = th * tw;
-    let per_tile = E * ic.max(oc);
+    let per_tile = (r + 2) * (r + 2) * ic.max(oc);
     let threads = rayon::current_num_threads();
     let bands = (tiles * per_tile)
         .div_ceil(BAND_FLOATS)
@@ -191,14 +236,32 @@ fn run_phases(
     output: &mut [f32],
     block: usize,
 ) {
+    let io = (input, output);
+    match f.r {
+        4 => phases::<4, 6, F4>(isa, p, f, (bias, act), io, block),
+        _ => phases::<2, 4, F2>(isa, p, f, (bias, act), io, block),
+    }
+}
+
+/// [`run_phases`] for the variant F(R×R, 3×3) `V`.
+fn phases<const R: usize, const T: usize, V: Variant<R, T>>(
+    isa: Isa,
+    p: &Conv2dParams,
+    f: &WinogradFilters,
+    (bias, act): (Option<&[f32]>, Activation),
+    (input, output): (&[f32], &mut [f32]),
+    block: usize,
+) {
+    const { assert!(T == R + 2 && R <= 4) };
+    let e_all = T * T;
     let (ic, oc) = (p.in_channels, p.out_channels);
     let (oh, ow) = (p.out_h(), p.out_w());
-    let (th, tw) = (oh.div_ceil(4), ow.div_ceil(4));
+    let (th, tw) = (oh.div_ceil(R), ow.div_ceil(R));
     let tiles = th * tw;
     let threads = rayon::current_num_threads();
     let par = threads > 1;
     let lane_isa = lane_isa(isa);
-    let (mut v, mut m) = take_scratch(block * E * ic, block * E * oc);
+    let (mut v, mut m) = take_scratch(block * e_all * ic, block * e_all * oc);
     let in_img = ic * p.in_h * p.in_w;
     let out_img = oc * oh * ow;
     if tiles == 0 {
@@ -209,29 +272,29 @@ fn run_phases(
         let out = &mut output[b * out_img..(b + 1) * out_img];
         for t0 in (0..tiles).step_by(block) {
             let n = block.min(tiles - t0);
-            let v = &mut v[..n * E * ic];
-            let m = &mut m[..n * E * oc];
+            let v = &mut v[..n * e_all * ic];
+            let m = &mut m[..n * e_all * oc];
             // 2. Input transform, one tile per task.
             let tile_in = |(t, vt): (usize, &mut [f32])| {
                 simd::vectorize(
                     lane_isa,
                     #[inline(always)]
-                    || input_tile(p, x, t0 + t, tw, vt),
+                    || input_tile::<R, T, V>(p, x, t0 + t, tw, vt),
                 );
             };
-            for_each_chunk(par, v, E * ic, tile_in);
-            // 3. One GEMM per position, its rows (tiles) cut into `pieces` tasks when the 36
-            // positions alone leave threads idle (more than 12 threads).
+            for_each_chunk(par, v, e_all * ic, tile_in);
+            // 3. One GEMM per position, its rows (tiles) cut into `pieces` tasks when the
+            // positions alone leave threads idle (more than 12 threads at 36 positions).
             let v = &*v;
-            let rows = n.div_ceil(gemm_pieces(n, threads));
+            let rows = n.div_ceil(gemm_pieces(n, e_all, threads));
             let gemm_e = |(e, me): (usize, &mut [f32])| {
                 let piece = |(r, mr): (usize, &mut [f32])| {
                     let r0 = r * rows;
                     let a = MatRef {
-                        data: &v[r0 * E * ic + e * ic..],
+                        data: &v[r0 * e_all * ic + e * ic..],
                         rows: mr.len() / oc,
                         cols: ic,
-                        row_stride: E * ic,
+                        row_stride: e_all * ic,
                         col_stride: 1,
                     };
                     gemm::sgemm_packed_with(false, 1.0, a, &f.u[e], 0.0, mr, oc, &Epilogue::NONE);
@@ -246,13 +309,14 @@ fn run_phases(
             let whole_rows = t0 % tw == 0 && (n % tw == 0 || t0 + n == tiles);
             let bands = output_bands(oc, n.div_ceil(tw), threads, whole_rows);
             let split = BandSplit {
+                r: R,
                 th: n.div_ceil(tw),
                 count: bands,
-                oh: oh - 4 * (t0 / tw),
+                oh: oh - R * (t0 / tw),
                 ow,
                 par,
             };
-            let y_block = 4 * (t0 / tw);
+            let y_block = R * (t0 / tw);
             let tile_out = |(q, planes): (usize, &mut [f32])| {
                 let o0 = q * L;
                 let mut group: [&mut [f32]; L] = Default::default();
@@ -265,7 +329,7 @@ fn run_phases(
                         lane_isa,
                         #[inline(always)]
                         || {
-                            output_tiles(
+                            output_tiles::<R, T, V>(
                                 p,
                                 m,
                                 (n, t0, tw, 0),
@@ -283,7 +347,7 @@ fn run_phases(
                 let mut rows: [&mut [f32]; L] = Default::default();
                 for (r, g) in rows.iter_mut().zip(group.iter_mut()).take(count) {
                     let plane = std::mem::take(g);
-                    let end = (y_block + 4 * split.th).min(oh) * ow;
+                    let end = (y_block + R * split.th).min(oh) * ow;
                     *r = &mut plane[y_block * ow..end];
                 }
                 let band = |b: &mut Band| {
@@ -292,10 +356,10 @@ fn run_phases(
                         lane_isa,
                         #[inline(always)]
                         || {
-                            output_tiles(
+                            output_tiles::<R, T, V>(
                                 p,
                                 m,
-                                (n, t0, tw, y_block + 4 * b.ty0),
+                                (n, t0, tw, y_block + R * b.ty0),
                                 ta..tb,
                                 o0,
                                 bias,
@@ -314,10 +378,11 @@ fn run_phases(
     scratch::give(m);
 }
 
-/// Into how many row pieces [`run_phases`] cuts each of the 36 GEMMs of a block of `n` tiles
-/// on `threads` threads: enough for about three tasks a thread, each of at least 16 rows.
-fn gemm_pieces(n: usize, threads: usize) -> usize {
-    (3 * threads).div_ceil(E).clamp(1, (n / 16).max(1))
+/// Into how many row pieces [`run_phases`] cuts each of the `positions` GEMMs of a block of
+/// `n` tiles on `threads` threads: enough for about three tasks a thread, each of at least 16
+/// rows.
+fn gemm_pieces(n: usize, positions: usize, threads: usize) -> usize {
+    (3 * threads).div_ceil(positions).clamp(1, (n / 16).max(1))
 }
 
 /// Into how many bands of tile rows [`run_phases`] cuts each group of `L` output planes for
@@ -362,7 +427,7 @@ where
 }
 
 /// One task of [`run_bands`]: the tile rows `ty0 .. ty0 + rows` of image `b`, and the rows
-/// of every output plane they cover (`planes[o]`, starting at output row `4·ty0`).
+/// of every output plane they cover (`planes[o]`, starting at output row `R·ty0`).
 struct Band<'t, 'o> {
     b: usize,
     ty0: usize,
@@ -376,7 +441,7 @@ pub(crate) const BAND_PLANES: usize = 1024;
 
 /// [`run`] by bands: `count` bands of tile rows per image (as even as can be; tests force
 /// counts). Each band is one task that runs all three phases on its own tiles (input
-/// transform, the 36 GEMMs, output transform); the tasks need one fork-join in all.
+/// transform, the GEMMs, output transform); the tasks need one fork-join in all.
 #[allow(clippy::too_many_arguments)]
 fn run_bands(
     isa: Isa,
@@ -388,8 +453,24 @@ fn run_bands(
     output: &mut [f32],
     count: usize,
 ) {
+    let io = (input, output);
+    match f.r {
+        4 => bands::<4, 6, F4>(isa, p, f, (bias, act), io, count),
+        _ => bands::<2, 4, F2>(isa, p, f, (bias, act), io, count),
+    }
+}
+
+/// [`run_bands`] for the variant F(R×R, 3×3) `V`.
+fn bands<const R: usize, const T: usize, V: Variant<R, T>>(
+    isa: Isa,
+    p: &Conv2dParams,
+    f: &WinogradFilters,
+    (bias, act): (Option<&[f32]>, Activation),
+    (input, output): (&[f32], &mut [f32]),
+    count: usize,
+) {
     let (oh, ow) = (p.out_h(), p.out_w());
-    let th = oh.div_ceil(4);
+    let th = oh.div_ceil(R);
     if th == 0 || ow == 0 {
         return;
     }
@@ -397,6 +478,7 @@ fn run_bands(
     let oc = p.out_channels;
     assert!(oc <= BAND_PLANES, "winograd: too many planes for bands");
     let split = BandSplit {
+        r: R,
         th,
         count,
         oh,
@@ -405,8 +487,8 @@ fn run_bands(
     };
     // Scratch for the largest band (bands differ by at most one tile row), so that every band
     // asks for the same sizes and the scratch set settles whichever bands overlap.
-    let max_tiles = th.div_ceil(count) * ow.div_ceil(4);
-    let one = |t: &mut Band| band_task(isa, p, f, (bias, act), input, t, max_tiles);
+    let max_tiles = th.div_ceil(count) * ow.div_ceil(R);
+    let one = |t: &mut Band| band_task::<R, T, V>(isa, p, f, (bias, act), input, t, max_tiles);
     for (b, image) in output.chunks_mut(oc * oh * ow).enumerate() {
         let mut planes: [&mut [f32]; BAND_PLANES] = std::array::from_fn(|_| Default::default());
         for (piece, plane) in planes.iter_mut().zip(image.chunks_mut(oh * ow)) {
@@ -417,9 +499,10 @@ fn run_bands(
 }
 
 /// How [`run_bands`] cuts an image's output planes into bands: `count` bands of the `th` tile
-/// rows (band `j` starts at tile row `j·th/count`: sizes differ by at most one), of an
-/// `oh × ow` output; the bands run in parallel when `par`.
+/// rows (`r` output rows each; band `j` starts at tile row `j·th/count`: sizes differ by at
+/// most one), of an `oh × ow` output; the bands run in parallel when `par`.
 struct BandSplit {
+    r: usize,
     th: usize,
     count: usize,
     oh: usize,
@@ -435,7 +518,7 @@ impl BandSplit {
 
     /// The first output row of band `j`.
     fn first_row(&self, j: usize) -> usize {
-        (4 * self.start(j)).min(self.oh)
+        (self.r * self.start(j)).min(self.oh)
     }
 
     /// Runs `f` on the bands `bands` of image `b`, whose planes' pieces `planes` start at the
@@ -477,7 +560,7 @@ impl BandSplit {
 
 /// The three phases of one [`Band`], on this thread, with scratch buffers sized for
 /// `max_tiles` tiles (the split's largest band).
-fn band_task(
+fn band_task<const R: usize, const T: usize, V: Variant<R, T>>(
     isa: Isa,
     p: &Conv2dParams,
     f: &WinogradFilters,
@@ -487,23 +570,24 @@ fn band_task(
     max_tiles: usize,
 ) {
     let (ic, oc) = (p.in_channels, p.out_channels);
-    let tw = p.out_w().div_ceil(4);
+    let e_all = T * T;
+    let tw = p.out_w().div_ceil(R);
     let n = t.rows * tw;
     let t0 = t.ty0 * tw;
     let lane_isa = lane_isa(isa);
-    let (mut v, mut m) = take_scratch(max_tiles * E * ic, max_tiles * E * oc);
+    let (mut v, mut m) = take_scratch(max_tiles * e_all * ic, max_tiles * e_all * oc);
     let in_img = ic * p.in_h * p.in_w;
     let x = &input[t.b * in_img..(t.b + 1) * in_img];
     {
-        let v = &mut v[..n * E * ic];
-        let m = &mut m[..n * E * oc];
+        let v = &mut v[..n * e_all * ic];
+        let m = &mut m[..n * e_all * oc];
         // 2. Input transform, tile by tile.
         simd::vectorize(
             lane_isa,
             #[inline(always)]
             || {
-                for (i, vt) in v.chunks_exact_mut(E * ic).enumerate() {
-                    input_tile(p, x, t0 + i, tw, vt);
+                for (i, vt) in v.chunks_exact_mut(e_all * ic).enumerate() {
+                    input_tile::<R, T, V>(p, x, t0 + i, tw, vt);
                 }
             },
         );
@@ -513,19 +597,19 @@ fn band_task(
                 data: &v[e * ic..],
                 rows: n,
                 cols: ic,
-                row_stride: E * ic,
+                row_stride: e_all * ic,
                 col_stride: 1,
             };
             gemm::sgemm_packed_with(false, 1.0, a, &f.u[e], 0.0, me, oc, &Epilogue::NONE);
         }
         // 4. Output transform, L output planes at a time.
         let m = &*m;
-        let y_base = 4 * t.ty0;
+        let y_base = R * t.ty0;
         for (q, planes) in t.planes.chunks_mut(L).enumerate() {
             simd::vectorize(
                 lane_isa,
                 #[inline(always)]
-                || output_tiles(p, m, (n, t0, tw, y_base), 0..n, q * L, bias, act, planes),
+                || output_tiles::<R, T, V>(p, m, (n, t0, tw, y_base), 0..n, q * L, bias, act, planes),
             );
         }
     }
@@ -533,59 +617,34 @@ fn band_task(
     scratch::give(m);
 }
 
-/// `Bᵀ·d` for one column of 6 values per lane (also applied to rows: `B` is its transpose).
-#[inline(always)]
-fn bt6(d: &[Lanes; 6]) -> [Lanes; 6] {
-    let mut o = [[0.0f32; L]; 6];
-    for l in 0..L {
-        let (d0, d1, d2, d3, d4, d5) = (d[0][l], d[1][l], d[2][l], d[3][l], d[4][l], d[5][l]);
-        o[0][l] = 4.0 * d0 - 5.0 * d2 + d4;
-        o[1][l] = (d3 + d4) - 4.0 * (d1 + d2);
-        o[2][l] = (d4 - d3) + 4.0 * (d1 - d2);
-        o[3][l] = (d4 - d2) + 2.0 * (d3 - d1);
-        o[4][l] = (d4 - d2) - 2.0 * (d3 - d1);
-        o[5][l] = 4.0 * d1 - 5.0 * d3 + d5;
-    }
-    o
-}
-
-/// `Aᵀ·m` for one column of 6 values per lane (also applied to rows).
-#[inline(always)]
-fn at6(m: &[Lanes; 6]) -> [Lanes; 4] {
-    let mut o = [[0.0f32; L]; 4];
-    for l in 0..L {
-        let (a, b) = (m[1][l] + m[2][l], m[1][l] - m[2][l]);
-        let (c, d) = (m[3][l] + m[4][l], m[3][l] - m[4][l]);
-        o[0][l] = m[0][l] + a + c;
-        o[1][l] = b + 2.0 * d;
-        o[2][l] = a + 4.0 * c;
-        o[3][l] = b + 8.0 * d + m[5][l];
-    }
-    o
-}
-
 /// The input transform of tile `t` for every channel: `vt[e·in_c + c] = (Bᵀ d B)_e` where `d`
-/// is the 6×6 input window of the tile in channel `c` (zero outside the image).
+/// is the `T×T` input window of the tile in channel `c` (zero outside the image).
 #[inline(always)]
-#[allow(clippy::needless_range_loop)] // index loops over the 6×6 window read most plainly
-fn input_tile(p: &Conv2dParams, x: &[f32], t: usize, tw: usize, vt: &mut [f32]) {
+#[allow(clippy::needless_range_loop)] // index loops over the window read most plainly
+fn input_tile<const R: usize, const T: usize, V: Variant<R, T>>(
+    p: &Conv2dParams,
+    x: &[f32],
+    t: usize,
+    tw: usize,
+    vt: &mut [f32],
+) {
     let ic = p.in_channels;
     let (h, w) = (p.in_h, p.in_w);
     let plane = h * w;
-    let y0 = (t / tw * 4) as isize - p.pad_top as isize;
-    let x0 = (t % tw * 4) as isize - p.pad_left as isize;
-    let inside = y0 >= 0 && x0 >= 0 && y0 as usize + 6 <= h && x0 as usize + 6 <= w;
+    let y0 = (t / tw * R) as isize - p.pad_top as isize;
+    let x0 = (t % tw * R) as isize - p.pad_left as isize;
+    let inside = y0 >= 0 && x0 >= 0 && y0 as usize + T <= h && x0 as usize + T <= w;
     for c0 in (0..ic).step_by(L) {
         let lanes = L.min(ic - c0);
         // cols[j][i] = d[i][j] per lane.
-        let mut cols = [[[0.0f32; L]; 6]; 6];
+        let mut cols = [[[0.0f32; L]; T]; T];
         if inside {
             let base = y0 as usize * w + x0 as usize;
             for l in 0..lanes {
                 let src = &x[(c0 + l) * plane + base..];
-                for i in 0..6 {
-                    let row = &src[i * w..i * w + 6];
-                    for j in 0..6 {
+                for i in 0..T {
+                    let row = &src[i * w..i * w + T];
+                    for j in 0..T {
                         cols[j][i][l] = row[j];
                     }
                 }
@@ -593,12 +652,12 @@ fn input_tile(p: &Conv2dParams, x: &[f32], t: usize, tw: usize, vt: &mut [f32]) 
         } else {
             for l in 0..lanes {
                 let src = &x[(c0 + l) * plane..(c0 + l + 1) * plane];
-                for i in 0..6 {
+                for i in 0..T {
                     let y = y0 + i as isize;
                     if y < 0 || y >= h as isize {
                         continue;
                     }
-                    for j in 0..6 {
+                    for j in 0..T {
                         let xx = x0 + j as isize;
                         if xx >= 0 && xx < w as isize {
                             cols[j][i][l] = src[y as usize * w + xx as usize];
@@ -608,17 +667,15 @@ fn input_tile(p: &Conv2dParams, x: &[f32], t: usize, tw: usize, vt: &mut [f32]) 
             }
         }
         // Columns first (over i), then rows (over j).
-        let mut tmp = [[[0.0f32; L]; 6]; 6]; // tmp[j][xi]
-        for j in 0..6 {
-            tmp[j] = bt6(&cols[j]);
+        let mut tmp = [[[0.0f32; L]; T]; T]; // tmp[j][xi]
+        for j in 0..T {
+            tmp[j] = V::bt(&cols[j]);
         }
-        for xi in 0..6 {
-            let row = [
-                tmp[0][xi], tmp[1][xi], tmp[2][xi], tmp[3][xi], tmp[4][xi], tmp[5][xi],
-            ];
-            let out = bt6(&row);
+        for xi in 0..T {
+            let row: [Lanes; T] = std::array::from_fn(|j| tmp[j][xi]);
+            let out = V::bt(&row);
             for (nu, vals) in out.iter().enumerate() {
-                let at = (xi * 6 + nu) * ic + c0;
+                let at = (xi * T + nu) * ic + c0;
                 // A fixed-length copy compiles to one vector store; the tail copies element-wise.
                 if lanes == L {
                     vt[at..at + L].copy_from_slice(vals);
@@ -638,7 +695,7 @@ fn input_tile(p: &Conv2dParams, x: &[f32], t: usize, tw: usize, vt: &mut [f32]) 
 /// the image.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-fn output_tiles(
+fn output_tiles<const R: usize, const T: usize, V: Variant<R, T>>(
     p: &Conv2dParams,
     m: &[f32],
     (n, t0, tw, y_base): (usize, usize, usize, usize),
@@ -657,13 +714,13 @@ fn output_tiles(
     }
     for t in which {
         let tg = t0 + t;
-        let (y0, x0) = (tg / tw * 4, tg % tw * 4);
+        let (y0, x0) = (tg / tw * R, tg % tw * R);
         // s[nu][i]: columns transformed (over xi).
-        let mut s = [[[0.0f32; L]; 4]; 6];
+        let mut s = [[[0.0f32; L]; R]; T];
         for (nu, s_nu) in s.iter_mut().enumerate() {
-            let mut col = [[0.0f32; L]; 6];
+            let mut col = [[0.0f32; L]; T];
             for (xi, c) in col.iter_mut().enumerate() {
-                let at = ((xi * 6 + nu) * n + t) * oc + o0;
+                let at = ((xi * T + nu) * n + t) * oc + o0;
                 if lanes == L {
                     c.copy_from_slice(&m[at..at + L]);
                 } else {
@@ -672,31 +729,33 @@ fn output_tiles(
                     }
                 }
             }
-            *s_nu = at6(&col);
+            *s_nu = V::at(&col);
         }
-        // y[i][j] per lane, then bias and activation on all 16 values of each lane.
-        let mut y = [[[0.0f32; L]; 4]; 4];
+        // y[i][j] per lane, then bias and activation on all R² values of each lane.
+        let mut y = [[[0.0f32; L]; R]; R];
         for (i, yi) in y.iter_mut().enumerate() {
-            let row = [s[0][i], s[1][i], s[2][i], s[3][i], s[4][i], s[5][i]];
-            *yi = at6(&row);
+            let row: [Lanes; T] = std::array::from_fn(|nu| s[nu][i]);
+            *yi = V::at(&row);
         }
-        let mut flat = [0.0f32; 16 * L]; // [l][i][j]
+        // [l][i][j], R² values per lane (room for the largest tile, R = 4).
+        let mut flat = [0.0f32; 16 * L];
+        let flat = &mut flat[..R * R * L];
         for l in 0..L {
-            for i in 0..4 {
-                for j in 0..4 {
-                    flat[l * 16 + i * 4 + j] = y[i][j][l] + b[l];
+            for i in 0..R {
+                for j in 0..R {
+                    flat[(l * R + i) * R + j] = y[i][j][l] + b[l];
                 }
             }
         }
-        act.apply_inline(&mut flat);
-        let rows = 4.min(oh - y0);
-        let cols = 4.min(ow - x0);
+        act.apply_inline(flat);
+        let rows = R.min(oh - y0);
+        let cols = R.min(ow - x0);
         for (l, dst) in planes.iter_mut().enumerate().take(lanes) {
             for i in 0..rows {
                 let at = (y0 - y_base + i) * ow + x0;
-                let src = &flat[l * 16 + i * 4..l * 16 + i * 4 + 4];
-                if cols == 4 {
-                    dst[at..at + 4].copy_from_slice(src);
+                let src = &flat[(l * R + i) * R..][..R];
+                if cols == R {
+                    dst[at..at + R].copy_from_slice(src);
                 } else {
                     for (d, &v) in dst[at..at + cols].iter_mut().zip(src) {
                         *d = v;
@@ -707,5 +766,6 @@ fn output_tiles(
     }
 }
 
+mod transforms;
 #[cfg(test)]
 mod tests;

@@ -276,16 +276,16 @@ fn build_with(ctx: &BuildCtx, activation: Activation) -> Result<Built> {
 }
 
 /// The weight-cache tag of the prepared filters of convolution `p` on `isa`. The filters' form
-/// depends on the input's shape (Winograd takes enough tiles), so plans of other shapes may
-/// need the other form.
+/// depends on the input's shape (Winograd takes enough tiles, and its variant depends on how
+/// many), so plans of other shapes may need another form.
 pub(super) fn filters_tag(isa: crate::kernels::cpu::Isa, p: &Conv2dParams) -> String {
     format!(
-        "conv-filters {isa:?} m{} c{} g{} k{}x{} winograd {}",
+        "conv-filters {isa:?} m{} c{} g{} k{}x{} winograd {:?}",
         p.out_channels,
         p.in_channels,
         p.groups,
         p.kernel_h,
         p.kernel_w,
-        crate::kernels::winograd::suits(p)
+        crate::kernels::winograd::output_tile(p)
     )
 }

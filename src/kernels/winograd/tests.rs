@@ -29,17 +29,25 @@ fn params(n: usize, c: usize, h: usize, w: usize, oc: usize, pad: [usize; 4]) ->
 /// Compares with the direct f64 sum: the error stays below 1e-5 of the output scale
 /// (Σ|w·x| over the window, the sum's own conditioning).
 /// A schedule forced by a test: phases over blocks of that many tiles, or that many bands.
+#[derive(Clone, Copy)]
 enum Schedule {
     Phases(usize),
     Bands(usize),
 }
 
-fn check(isa: Isa, p: Conv2dParams, act: Activation, block: Option<Schedule>, rng: &mut Rng) {
+/// Checks the variant of output tile `r` (4 or 2) on `p`, whichever [`output_tile`] would pick.
+fn check(
+    isa: Isa,
+    (p, r): (Conv2dParams, usize),
+    act: Activation,
+    block: Option<Schedule>,
+    rng: &mut Rng,
+) {
     let x = rng.vec(p.input_len());
     let w = rng.vec(p.weights_len());
     let bias = rng.vec(p.out_channels);
-    let f = WinogradFilters::prepare(isa, p.out_channels, p.in_channels, &w);
-    assert!(f.fits(&p));
+    let f = WinogradFilters::prepare(isa, r, p.out_channels, p.in_channels, &w);
+    assert_eq!(f.fits(&p), output_tile(&p) == Some(r));
     let mut want = vec![0.0; p.output_len()];
     reference::conv2d_ref(&p, &x, &w, Some(&bias), act, &mut want);
     let mut got = vec![f32::NAN; p.output_len()];
@@ -74,7 +82,9 @@ fn matches_direct_convolution() {
             // ResNet-like.
             (params(1, 64, 14, 14, 64, [1, 1, 1, 1]), Activation::Relu),
         ] {
-            check(isa, p, act, None, &mut rng);
+            for r in [4, 2] {
+                check(isa, (p, r), act, None, &mut rng);
+            }
         }
         // Several tile blocks, a partial last one; bands of unequal sizes, one band per
         // tile row, and more bands asked for than there are tile rows.
@@ -84,13 +94,15 @@ fn matches_direct_convolution() {
             Schedule::Bands(4),
             Schedule::Bands(9),
         ] {
-            check(
-                isa,
-                params(2, 16, 13, 10, 24, [1, 1, 1, 1]),
-                Activation::Relu,
-                Some(schedule),
-                &mut rng,
-            );
+            for r in [4, 2] {
+                check(
+                    isa,
+                    (params(2, 16, 13, 10, 24, [1, 1, 1, 1]), r),
+                    Activation::Relu,
+                    Some(schedule),
+                    &mut rng,
+                );
+            }
         }
     }
 }
@@ -102,10 +114,12 @@ fn matches_direct_convolution() {
 /// so the output transform also cuts its 3 groups of planes into 5 bands of one tile row.
 #[test]
 fn phases_cut_into_row_pieces_on_many_threads() {
-    assert_eq!(gemm_pieces(200, 2), 1);
-    assert_eq!(gemm_pieces(200, 16), 2);
-    assert_eq!(gemm_pieces(200, 40), 4);
-    assert_eq!(gemm_pieces(20, 40), 1);
+    assert_eq!(gemm_pieces(200, 36, 2), 1);
+    assert_eq!(gemm_pieces(200, 36, 16), 2);
+    assert_eq!(gemm_pieces(200, 36, 40), 4);
+    assert_eq!(gemm_pieces(20, 36, 40), 1);
+    // F(2×2, 3×3)'s 16 positions: 48 tasks on 16 threads are 3 pieces of each.
+    assert_eq!(gemm_pieces(200, 16, 16), 3);
     assert_eq!(output_bands(24, 5, 16, true), 5);
     assert_eq!(output_bands(24, 5, 16, false), 1);
     // ResNet-50's 64-channel layer at 56² (14 tile rows) on 16 threads: 8 groups × 4 bands.
@@ -125,7 +139,7 @@ fn phases_cut_into_row_pieces_on_many_threads() {
                 pool.install(|| {
                     check(
                         isa,
-                        p,
+                        (p, 4),
                         Activation::Relu,
                         Some(Schedule::Phases(block)),
                         &mut rng,
@@ -171,9 +185,23 @@ fn suits_only_plain_3x3() {
         in_channels: 8,
         ..base
     }));
-    assert!(!suits(&Conv2dParams {
+    // Wider layers take F(2×2, 3×3), up to 512×512 channel pairs.
+    assert_eq!(output_tile(&base), Some(4));
+    let wide = Conv2dParams {
         in_channels: 512,
         out_channels: 512,
         ..base
+    };
+    assert_eq!(output_tile(&wide), Some(2));
+    assert!(!suits(&Conv2dParams {
+        in_channels: 1024,
+        ..wide
     }));
+    // ResNet-50's 512 channels at 7×7: 4 tiles of 4×4 are too few, 16 of 2×2 are enough;
+    // 32 channels are too few for F(2×2, 3×3); one 5×5 image has 9 tiles of 2×2.
+    let resnet = params(1, 512, 7, 7, 512, [1, 1, 1, 1]);
+    assert_eq!(output_tile(&resnet), Some(2));
+    assert_eq!(output_tile(&Conv2dParams { in_channels: 64, ..resnet }), Some(2));
+    assert_eq!(output_tile(&Conv2dParams { out_channels: 32, ..resnet }), None);
+    assert_eq!(output_tile(&params(1, 64, 5, 5, 64, [1, 1, 1, 1])), None);
 }
