@@ -609,7 +609,18 @@ fn band_task<const R: usize, const T: usize, V: Variant<R, T>>(
             simd::vectorize(
                 lane_isa,
                 #[inline(always)]
-                || output_tiles::<R, T, V>(p, m, (n, t0, tw, y_base), 0..n, q * L, bias, act, planes),
+                || {
+                    output_tiles::<R, T, V>(
+                        p,
+                        m,
+                        (n, t0, tw, y_base),
+                        0..n,
+                        q * L,
+                        bias,
+                        act,
+                        planes,
+                    )
+                },
             );
         }
     }
@@ -766,6 +777,6 @@ fn output_tiles<const R: usize, const T: usize, V: Variant<R, T>>(
     }
 }
 
-mod transforms;
 #[cfg(test)]
 mod tests;
+mod transforms;

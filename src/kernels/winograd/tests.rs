@@ -201,7 +201,19 @@ fn suits_only_plain_3x3() {
     // 32 channels are too few for F(2×2, 3×3); one 5×5 image has 9 tiles of 2×2.
     let resnet = params(1, 512, 7, 7, 512, [1, 1, 1, 1]);
     assert_eq!(output_tile(&resnet), Some(2));
-    assert_eq!(output_tile(&Conv2dParams { in_channels: 64, ..resnet }), Some(2));
-    assert_eq!(output_tile(&Conv2dParams { out_channels: 32, ..resnet }), None);
+    assert_eq!(
+        output_tile(&Conv2dParams {
+            in_channels: 64,
+            ..resnet
+        }),
+        Some(2)
+    );
+    assert_eq!(
+        output_tile(&Conv2dParams {
+            out_channels: 32,
+            ..resnet
+        }),
+        None
+    );
     assert_eq!(output_tile(&params(1, 64, 5, 5, 64, [1, 1, 1, 1])), None);
 }
