@@ -515,21 +515,38 @@ fn info_prints_every_backend_value() {
 fn peak_measures_the_kernels_instruction_set_first() {
     // The same instruction set as `info` names for the kernels, a positive throughput, and
     // AVX-512's at least AVX2's (twice the lanes; one FMA unit per core at least).
+    // The comparison of two throughputs is a timing: another process on the core while one of
+    // them is measured (the tests beside this one, a benchmark) can halve it. So a measurement
+    // that fails it is taken again, up to three times in all; the other checks hold on every
+    // measurement.
     let info = text(&run_cli(&["info"]).stdout);
-    let out = run_cli(&["peak", "--json", "--rounds", "3"]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let checked = run_python(
-        "import sys, json\n\
-         r = json.loads(sys.argv[1])\n\
-         assert r['isa'] in sys.argv[2], (r, sys.argv[2])\n\
-         if r['isa'] != 'portable':\n\
-         \x20   assert r['gflops'] > 0 and r['per_isa'][r['isa']] == r['gflops'], r\n\
-         if 'avx512' in r['per_isa'] and 'avx2+fma' in r['per_isa']:\n\
-         \x20   assert r['per_isa']['avx512'] > 0.9 * r['per_isa']['avx2+fma'], r\n\
-         print('ok')",
-        &[&text(&out.stdout), &info],
+    let mut verdicts = Vec::new();
+    for _ in 0..3 {
+        let out = run_cli(&["peak", "--json", "--rounds", "3"]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let checked = run_python(
+            "import sys, json\n\
+             r = json.loads(sys.argv[1])\n\
+             assert r['isa'] in sys.argv[2], (r, sys.argv[2])\n\
+             if r['isa'] != 'portable':\n\
+             \x20   assert r['gflops'] > 0 and r['per_isa'][r['isa']] == r['gflops'], r\n\
+             isas = r['per_isa']\n\
+             if 'avx512' in isas and 'avx2+fma' in isas and isas['avx512'] <= 0.9 * isas['avx2+fma']:\n\
+             \x20   print('avx512 below avx2', r)\n\
+             else:\n\
+             \x20   print('ok')",
+            &[&text(&out.stdout), &info],
+        );
+        verdicts.push(checked.trim().to_string());
+        if checked.trim() == "ok" {
+            break;
+        }
+    }
+    assert_eq!(
+        verdicts.last().map(String::as_str),
+        Some("ok"),
+        "{verdicts:?}"
     );
-    assert_eq!(checked.trim(), "ok");
     let bad = run_cli(&["peak", "--rounds", "0"]);
     assert_eq!(bad.status.code(), Some(2), "{}", text(&bad.stderr));
 }
