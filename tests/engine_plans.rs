@@ -206,8 +206,9 @@ fn conv3x3_ref(
 }
 
 /// The form of a 3×3 convolution's prepared filters depends on the input's shape (Winograd
-/// needs 32 output tiles: 8 images of 8×8 here, im2col below that), so plans of both forms
-/// live side by side on one graph and each gets the filters it needs.
+/// F(4×4, 3×3) needs 16 output tiles of 4×4: 4 images of 8×8, so 8 and 9 here; im2col below
+/// that, 16 channels being too few for F(2×2, 3×3)), so plans of both forms live side by side
+/// on one graph and each gets the filters it needs.
 #[test]
 fn conv_filters_per_form_across_plans() {
     let f = values(16 * 16 * 9, 7);
