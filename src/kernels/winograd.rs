@@ -32,10 +32,10 @@ use transforms::{Variant, F2, F4};
 
 /// Channels transformed together (lanes of the transform loops).
 const L: usize = 8;
-/// Most floats of one block's transformed inputs or GEMM outputs in [`run_phases`] (4 MiB
+/// Most floats of one block's transformed inputs or GEMM outputs in [`phases`] (4 MiB
 /// each).
 const BLOCK_FLOATS: usize = 1 << 20;
-/// Most floats of one band's transformed inputs or GEMM outputs in [`run_bands`] (512 KiB
+/// Most floats of one band's transformed inputs or GEMM outputs in [`bands`] (512 KiB
 /// each, so that both stay in a core's L2 cache).
 const BAND_FLOATS: usize = 1 << 17;
 
@@ -190,9 +190,9 @@ fn transform_filters<const T: usize>(
 /// Runs the convolution `p` (which [`suits`]) with filters `f`: `output = act(conv(input) +
 /// bias)`. Lengths are checked by the caller ([`super::conv::Conv2d::run`]).
 ///
-/// Two schedules. By bands of tile rows ([`run_bands`]): each band's transformed inputs and
+/// Two schedules. By bands of tile rows ([`bands`]): each band's transformed inputs and
 /// GEMM outputs stay in the cache of the core that made them, but every band reads all the
-/// transformed filters. Phase by phase ([`run_phases`]): the filters are read once per block,
+/// transformed filters. Phase by phase ([`phases`]): the filters are read once per block,
 /// but the phases hand their data from core to core. Bands are used when the extra filter
 /// reads cost less than the data the phases would move: many tiles, few channels.
 #[allow(clippy::too_many_arguments)]
@@ -215,35 +215,46 @@ pub(crate) fn run(
         .div_ceil(BAND_FLOATS)
         .max(threads)
         .min(th);
-    if bands > 1 && (bands - 1) * ic * oc <= tiles * (ic + oc) && oc <= BAND_PLANES {
-        run_bands(isa, p, f, bias, act, input, output, bands);
+    let schedule = if bands > 1 && (bands - 1) * ic * oc <= tiles * (ic + oc) && oc <= BAND_PLANES {
+        Schedule::Bands(bands)
     } else {
-        let block = (BLOCK_FLOATS / per_tile).clamp(1, tiles.max(1));
-        run_phases(isa, p, f, bias, act, input, output, block);
-    }
+        Schedule::Phases((BLOCK_FLOATS / per_tile).clamp(1, tiles.max(1)))
+    };
+    run_scheduled(isa, p, f, bias, act, (input, output), schedule);
 }
 
-/// [`run`] phase by phase over blocks of at most `block` tiles (tests force several blocks):
-/// each phase of a block is parallel on its own (tiles, then positions, then output planes).
+/// How [`run`] orders its work (tests force each).
+#[derive(Clone, Copy, Debug)]
+enum Schedule {
+    /// Phase by phase over blocks of at most this many tiles (see [`phases`]).
+    Phases(usize),
+    /// By this many bands of tile rows per image (see [`bands`]).
+    Bands(usize),
+}
+
+/// Runs the convolution with the variant of `f` in the order `schedule` says.
 #[allow(clippy::too_many_arguments)]
-fn run_phases(
+fn run_scheduled(
     isa: Isa,
     p: &Conv2dParams,
     f: &WinogradFilters,
     bias: Option<&[f32]>,
     act: Activation,
-    input: &[f32],
-    output: &mut [f32],
-    block: usize,
+    io: (&[f32], &mut [f32]),
+    schedule: Schedule,
 ) {
-    let io = (input, output);
-    match f.r {
-        4 => phases::<4, 6, F4>(isa, p, f, (bias, act), io, block),
-        _ => phases::<2, 4, F2>(isa, p, f, (bias, act), io, block),
+    let ep = (bias, act);
+    match (f.r, schedule) {
+        (4, Schedule::Phases(b)) => phases::<4, 6, F4>(isa, p, f, ep, io, b),
+        (_, Schedule::Phases(b)) => phases::<2, 4, F2>(isa, p, f, ep, io, b),
+        (4, Schedule::Bands(c)) => bands::<4, 6, F4>(isa, p, f, ep, io, c),
+        (_, Schedule::Bands(c)) => bands::<2, 4, F2>(isa, p, f, ep, io, c),
     }
 }
 
-/// [`run_phases`] for the variant F(R×R, 3×3) `V`.
+/// [`run`] phase by phase over blocks of at most `block` tiles: each phase of a block is
+/// parallel on its own (tiles, then positions, then output planes); for the variant
+/// F(R×R, 3×3) `V`.
 fn phases<const R: usize, const T: usize, V: Variant<R, T>>(
     isa: Isa,
     p: &Conv2dParams,
@@ -378,14 +389,14 @@ fn phases<const R: usize, const T: usize, V: Variant<R, T>>(
     scratch::give(m);
 }
 
-/// Into how many row pieces [`run_phases`] cuts each of the `positions` GEMMs of a block of
+/// Into how many row pieces [`phases`] cuts each of the `positions` GEMMs of a block of
 /// `n` tiles on `threads` threads: enough for about three tasks a thread, each of at least 16
 /// rows.
 fn gemm_pieces(n: usize, positions: usize, threads: usize) -> usize {
     (3 * threads).div_ceil(positions).clamp(1, (n / 16).max(1))
 }
 
-/// Into how many bands of tile rows [`run_phases`] cuts each group of `L` output planes for
+/// Into how many bands of tile rows [`phases`] cuts each group of `L` output planes for
 /// the output transform, on `threads` threads, for a block of `th` tile rows (`whole_rows`:
 /// the block is whole tile rows): enough for about two tasks a thread, where the `oc / L`
 /// groups alone would leave threads idle (64 channels make 8 groups: half of 16 threads).
@@ -426,7 +437,7 @@ where
     }
 }
 
-/// One task of [`run_bands`]: the tile rows `ty0 .. ty0 + rows` of image `b`, and the rows
+/// One task of [`bands`]: the tile rows `ty0 .. ty0 + rows` of image `b`, and the rows
 /// of every output plane they cover (`planes[o]`, starting at output row `R·ty0`).
 struct Band<'t, 'o> {
     b: usize,
@@ -439,28 +450,9 @@ struct Band<'t, 'o> {
 /// bands keeps a piece of each on the stack.
 pub(crate) const BAND_PLANES: usize = 1024;
 
-/// [`run`] by bands: `count` bands of tile rows per image (as even as can be; tests force
-/// counts). Each band is one task that runs all three phases on its own tiles (input
-/// transform, the GEMMs, output transform); the tasks need one fork-join in all.
-#[allow(clippy::too_many_arguments)]
-fn run_bands(
-    isa: Isa,
-    p: &Conv2dParams,
-    f: &WinogradFilters,
-    bias: Option<&[f32]>,
-    act: Activation,
-    input: &[f32],
-    output: &mut [f32],
-    count: usize,
-) {
-    let io = (input, output);
-    match f.r {
-        4 => bands::<4, 6, F4>(isa, p, f, (bias, act), io, count),
-        _ => bands::<2, 4, F2>(isa, p, f, (bias, act), io, count),
-    }
-}
-
-/// [`run_bands`] for the variant F(R×R, 3×3) `V`.
+/// [`run`] by bands: `count` bands of tile rows per image (as even as can be). Each band is one
+/// task that runs all three phases on its own tiles (input transform, the GEMMs, output
+/// transform); the tasks need one fork-join in all. For the variant F(R×R, 3×3) `V`.
 fn bands<const R: usize, const T: usize, V: Variant<R, T>>(
     isa: Isa,
     p: &Conv2dParams,
@@ -498,7 +490,7 @@ fn bands<const R: usize, const T: usize, V: Variant<R, T>>(
     }
 }
 
-/// How [`run_bands`] cuts an image's output planes into bands: `count` bands of the `th` tile
+/// How [`bands`] cuts an image's output planes into bands: `count` bands of the `th` tile
 /// rows (`r` output rows each; band `j` starts at tile row `j·th/count`: sizes differ by at
 /// most one), of an `oh × ow` output; the bands run in parallel when `par`.
 struct BandSplit {

@@ -26,16 +26,9 @@ fn params(n: usize, c: usize, h: usize, w: usize, oc: usize, pad: [usize; 4]) ->
     }
 }
 
-/// Compares with the direct f64 sum: the error stays below 1e-5 of the output scale
-/// (Σ|w·x| over the window, the sum's own conditioning).
-/// A schedule forced by a test: phases over blocks of that many tiles, or that many bands.
-#[derive(Clone, Copy)]
-enum Schedule {
-    Phases(usize),
-    Bands(usize),
-}
-
-/// Checks the variant of output tile `r` (4 or 2) on `p`, whichever [`output_tile`] would pick.
+/// Checks the variant of output tile `r` (4 or 2) on `p`, whichever [`output_tile`] would pick,
+/// in the order `block` forces (else [`run`]'s), against the direct f64 sum: the error stays
+/// below 1e-5 of the output scale (Σ|w·x| over the window, the sum's own conditioning).
 fn check(
     isa: Isa,
     (p, r): (Conv2dParams, usize),
@@ -52,8 +45,7 @@ fn check(
     reference::conv2d_ref(&p, &x, &w, Some(&bias), act, &mut want);
     let mut got = vec![f32::NAN; p.output_len()];
     match block {
-        Some(Schedule::Phases(b)) => run_phases(isa, &p, &f, Some(&bias), act, &x, &mut got, b),
-        Some(Schedule::Bands(b)) => run_bands(isa, &p, &f, Some(&bias), act, &x, &mut got, b),
+        Some(s) => run_scheduled(isa, &p, &f, Some(&bias), act, (&x, &mut got), s),
         None => run(isa, &p, &f, Some(&bias), act, &x, &mut got),
     }
     // Inputs and weights are in [-1, 1): the window sum of |w·x| is at most 9·in_c.
