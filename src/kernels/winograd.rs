@@ -3,7 +3,7 @@
 //! 36 multiplications per 4×4 output tile and channel pair where the direct method needs 144,
 //! and F(2×2, 3×3), 16 where it needs 36, for the wide layers on small images.
 //!
-//! With `d` an `T×T` input tile (`T = R + 2` for `R×R` outputs) and `g` a 3×3 filter, the
+//! With `d` a `T×T` input tile (`T = R + 2` for `R×R` outputs) and `g` a 3×3 filter, the
 //! output tile is `Aᵀ [(G g Gᵀ) ⊙ (Bᵀ d B)] A`, summed over input channels before the output
 //! transform. So:
 //! 1. the filters are transformed once, `U_e = (G g Gᵀ)_e` for the `T²` positions `e`, each an
