@@ -130,6 +130,7 @@ impl WinogradFilters {
     /// Transforms `weights` (`[out_c, in_c, 3, 3]`, checked by the caller) for the variant of
     /// output tile `r` ([`output_tile`]: 4, else 2) and `isa`'s GEMM.
     pub fn prepare(isa: Isa, r: usize, out_c: usize, in_c: usize, weights: &[f32]) -> Self {
+        let r = if r == 4 { 4 } else { 2 };
         let u = if r == 4 {
             transform_filters::<6>(&F4::G, out_c, in_c, weights)
         } else {
@@ -139,12 +140,7 @@ impl WinogradFilters {
             .iter()
             .map(|m| PackedB::with_isa(isa, MatRef::row_major(m, in_c, out_c)))
             .collect();
-        WinogradFilters {
-            r: if r == 4 { 4 } else { 2 },
-            in_c,
-            out_c,
-            u,
-        }
+        WinogradFilters { r, in_c, out_c, u }
     }
 
     /// Whether these filters belong to the convolution `p`.
@@ -263,7 +259,6 @@ fn phases<const R: usize, const T: usize, V: Variant<R, T>>(
     (input, output): (&[f32], &mut [f32]),
     block: usize,
 ) {
-    const { assert!(T == R + 2 && R <= 4) };
     let e_all = T * T;
     let (ic, oc) = (p.in_channels, p.out_channels);
     let (oh, ow) = (p.out_h(), p.out_w());
@@ -708,6 +703,9 @@ fn output_tiles<const R: usize, const T: usize, V: Variant<R, T>>(
     act: Activation,
     planes: &mut [&mut [f32]],
 ) {
+    // A variant's input tile is its output tile and the filter's reach; `flat` below holds
+    // at most 4×4 outputs per lane.
+    const { assert!(T == R + 2 && R <= 4) };
     let oc = p.out_channels;
     let (oh, ow) = (p.out_h(), p.out_w());
     let lanes = L.min(oc - o0);
