@@ -176,6 +176,12 @@ pub(super) fn gemm(
         return;
     }
 
+    if let (1, Dot::F32, Src::Mat(v)) = (m, dot, a) {
+        if super::gemv::gemv(isa, alpha, &v, &b, beta, c, ep, parallel) {
+            return;
+        }
+    }
+
     let threads = if parallel {
         rayon::current_num_threads()
     } else {
@@ -718,7 +724,7 @@ const _: () = assert!(
 /// `row`, the piece of C row `i` starting at column `j`. Inlined into callers compiled for the
 /// right ISA (inside `simd::vectorize`).
 #[inline(always)]
-fn epilogue_row(ep: &Epilogue, row: &mut [f32], z: Option<&[f32]>, i: usize, j: usize) {
+pub(super) fn epilogue_row(ep: &Epilogue, row: &mut [f32], z: Option<&[f32]>, i: usize, j: usize) {
     match ep.bias {
         Bias::None => {}
         Bias::PerRow(b) => {

@@ -25,11 +25,15 @@
 //! thread between calls. A B operand can also be generated on the fly while packing (the
 //! crate-internal `PanelSource`, used by the convolution's implicit im2col).
 //!
-//! Modules: `driver` (the loops, tasks and buffers), `grid` (the parallel task grids and the tasks run over them), `pack`
+//! A product with one row of A runs as a vector–matrix product instead (`gemv`: B streamed
+//! once, no packing).
+//!
+//! Modules: `driver` (the loops, tasks and buffers), `gemv` (one row of A), `grid` (the parallel task grids and the tasks run over them), `pack`
 //! (micro-panel packing).
 #![forbid(unsafe_code)]
 
 mod driver;
+mod gemv;
 mod grid;
 mod pack;
 #[cfg(test)]
