@@ -56,7 +56,7 @@ pub static FUSED_DEF: OpDef = OpDef {
 };
 
 /// How a fused residual input meets the convolution's output.
-enum Residual {
+pub(super) enum Residual {
     /// No residual input.
     None,
     /// Of the convolution's output shape: added in the write-back.
@@ -104,20 +104,42 @@ impl Kernel for ConvKernel {
                 let z = f32_of(inputs, 3)?;
                 conv.run_with_residual(x, out, Some(z), self.activation)
             }
-            Residual::Broadcast {
-                conv: cs,
-                z: zs,
-                out: os,
-            } => {
+            Residual::Broadcast { .. } => {
                 let z = f32_of(inputs, 3)?;
-                let n = cs.iter().product();
-                let mut y = Tensor::new(cs.clone(), TensorData::zeros(DataType::F32, n)?)?;
-                let y = f32_out(&mut y)?;
-                conv.run(x, y, Activation::None);
-                elementwise::binary(BinaryOp::Add, y, cs, z, zs, out, os);
-                self.activation.apply(out);
+                self.residual.broadcast(z, out, self.activation, |y| {
+                    conv.run(x, y, Activation::None)
+                })?;
             }
         }
+        Ok(())
+    }
+}
+
+impl Residual {
+    /// For [`Residual::Broadcast`]: `out = act(y + z)` (numpy broadcasting), `y` the
+    /// convolution's output, which `compute` writes into a buffer of its own shape. Does
+    /// nothing for the other kinds.
+    pub(super) fn broadcast(
+        &self,
+        z: &[f32],
+        out: &mut [f32],
+        act: Activation,
+        compute: impl FnOnce(&mut [f32]),
+    ) -> Result<()> {
+        let Residual::Broadcast {
+            conv: cs,
+            z: zs,
+            out: os,
+        } = self
+        else {
+            return Ok(());
+        };
+        let n = cs.iter().product();
+        let mut y = Tensor::new(cs.clone(), TensorData::zeros(DataType::F32, n)?)?;
+        let y = f32_out(&mut y)?;
+        compute(y);
+        elementwise::binary(BinaryOp::Add, y, cs, z, zs, out, os);
+        act.apply(out);
         Ok(())
     }
 }
@@ -132,12 +154,12 @@ fn build_fused(ctx: &BuildCtx) -> Result<Built> {
     build_with(ctx, super::fused_activation(ctx)?)
 }
 
-/// How the optional residual input 3 meets a convolution output of shape `conv`.
-fn residual_of(ctx: &BuildCtx, conv: &[usize]) -> Result<Residual> {
-    if ctx.opt_input(3).is_none() {
+/// How the optional residual input `index` meets a convolution output of shape `conv`.
+pub(super) fn residual_of(ctx: &BuildCtx, conv: &[usize], index: usize) -> Result<Residual> {
+    if ctx.opt_input(index).is_none() {
         return Ok(Residual::None);
     }
-    let z = ctx.float_input(3)?;
+    let z = ctx.float_input(index)?;
     if z.shape == conv {
         return Ok(Residual::Same);
     }
@@ -260,7 +282,7 @@ fn build_with(ctx: &BuildCtx, activation: Activation) -> Result<Built> {
         _ => Weights::AtRunTime(params),
     };
     let conv_shape = out_shape(n, m, win.out, rank);
-    let residual = residual_of(ctx, &conv_shape)?;
+    let residual = residual_of(ctx, &conv_shape, 3)?;
     let shape = match &residual {
         Residual::Broadcast { out, .. } => out.clone(),
         _ => conv_shape,

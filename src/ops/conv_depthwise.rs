@@ -3,8 +3,11 @@
 //! intermediate tensor is never written out whole. The graph rewrites make it from a `Conv`
 //! (or `FusedConv`) pair: `Y = act(DepthwiseConv(pointwise_act(Conv1x1(X, W1, B1)), W2, B2))`,
 //! with inputs `X, W1, B1, W2, B2` (the biases optional, the weights constant) and the
-//! depthwise convolution's attributes.
+//! depthwise convolution's attributes. With the optional inputs `W3, B3, Z` it also runs the
+//! 1×1 convolution that reads the depthwise output (a MobileNetV2 block's projection) and the
+//! residual added to it: `Y = projection_act(Conv1x1(…, W3, B3) + Z)`, in the same bands.
 
+use super::conv::Residual;
 use super::spatial::window;
 use super::util::{f32_of, f32_out};
 use super::{fused_activation, fused_activation_named, BuildCtx, Built, Kernel, OpDef, FLOAT};
@@ -30,6 +33,8 @@ pub static DEF: OpDef = OpDef {
         "activation_params",
         "pointwise_activation",
         "pointwise_activation_params",
+        "projection_activation",
+        "projection_activation_params",
     ],
     types: FLOAT,
     build,
@@ -38,6 +43,8 @@ pub static DEF: OpDef = OpDef {
 struct ConvDepthwiseKernel {
     fused: PointwiseDepthwise,
     activation: Activation,
+    /// With a projection: its activation and how its residual (input 7) meets its output.
+    projection: Option<(Activation, Residual)>,
 }
 
 impl Kernel for ConvDepthwiseKernel {
@@ -48,13 +55,27 @@ impl Kernel for ConvDepthwiseKernel {
     fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor]) -> Result<()> {
         let x = f32_of(inputs, 0)?;
         let out = f32_out(&mut outputs[0])?;
-        self.fused.run(x, out, self.activation);
+        let acts = |proj_act| (self.activation, proj_act);
+        match &self.projection {
+            None => self.fused.run(x, out, self.activation),
+            Some((act, Residual::None)) => self.fused.run_projected(x, None, out, acts(*act)),
+            Some((act, Residual::Same)) => {
+                let z = f32_of(inputs, 7)?;
+                self.fused.run_projected(x, Some(z), out, acts(*act))
+            }
+            Some((act, residual @ Residual::Broadcast { .. })) => {
+                let z = f32_of(inputs, 7)?;
+                residual.broadcast(z, out, *act, |y| {
+                    self.fused.run_projected(x, None, y, acts(Activation::None))
+                })?;
+            }
+        }
         Ok(())
     }
 }
 
 fn build(ctx: &BuildCtx) -> Result<Built> {
-    ctx.arity(4, 5, 1, 1)?;
+    ctx.arity(4, 8, 1, 1)?;
     let x = ctx.float_input(0)?;
     let (w1, w2) = (ctx.float_input(1)?, ctx.float_input(3)?);
     let &[n, cin, h, w] = x.shape else {
@@ -135,12 +156,52 @@ fn build(ctx: &BuildCtx) -> Result<Built> {
     let pw = conv(1, pointwise, w1c, b1)?;
     let dw = conv(3, depthwise, w2c, b2)?;
     let pointwise_act = fused_activation_named(ctx, "pointwise_activation")?;
-    let fused = PointwiseDepthwise::new(pw, w1c, pointwise_act, dw).map_err(invalid)?;
+    let mut fused = PointwiseDepthwise::new(pw, w1c, pointwise_act, dw).map_err(invalid)?;
+    let mut out_shape = vec![n, mid, win.out[0], win.out[1]];
+    let mut projection = None;
+    if ctx.opt_input(5).is_some() {
+        let w3 = ctx.float_input(5)?;
+        let cout = w3.shape.first().copied().unwrap_or(0);
+        if w3.shape != [cout, mid, 1, 1] {
+            return Err(ctx.err(
+                Status::InvalidModel,
+                format!(
+                    "projection weights of shape {:?}, expected [_, {mid}, 1, 1]",
+                    w3.shape
+                ),
+            ));
+        }
+        let w3c = constant(5)?.unwrap_or_default();
+        let b3 = match ctx.opt_input(6) {
+            None => None,
+            Some(t) if t.shape == [cout] => constant(6)?,
+            Some(t) => {
+                return Err(ctx.err(
+                    Status::InvalidModel,
+                    format!("projection bias of shape {:?}, expected [{cout}]", t.shape),
+                ))
+            }
+        };
+        // The depthwise output is no tensor of the plan either (one thread holds it whole).
+        ctx.check_fits(DataType::F32, &out_shape)?;
+        let p3 = Conv2dParams::pointwise(n, mid, (win.out[0], win.out[1]), cout);
+        fused = fused
+            .with_projection(conv(5, p3, w3c, b3)?)
+            .map_err(invalid)?;
+        out_shape[1] = cout;
+        let residual = super::conv::residual_of(ctx, &out_shape, 7)?;
+        if let Residual::Broadcast { out, .. } = &residual {
+            out_shape = out.clone();
+        }
+        let act = fused_activation_named(ctx, "projection_activation")?;
+        projection = Some((act, residual));
+    }
     Ok(Built {
-        outputs: vec![(DataType::F32, vec![n, mid, win.out[0], win.out[1]])],
+        outputs: vec![(DataType::F32, out_shape)],
         kernel: Box::new(ConvDepthwiseKernel {
             fused,
             activation: fused_activation(ctx)?,
+            projection,
         }),
     })
 }

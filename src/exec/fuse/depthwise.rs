@@ -1,7 +1,10 @@
 //! A 1×1 convolution whose output only a depthwise convolution reads becomes one internal
 //! `ConvDepthwise` node in the depthwise convolution's place (computed in bands of rows, so
 //! that the intermediate is never written out whole: `kernels::conv::PointwiseDepthwise`).
-//! Runs after the activations are fused, so that both convolutions carry theirs.
+//! Runs after the activations are fused, so that both convolutions carry theirs. Then a
+//! 1×1 convolution that alone reads such a node's output (a MobileNetV2 block's projection,
+//! with its residual and activation if fused) joins it, as the node's inputs 5–7, and runs in
+//! the same bands.
 
 use super::{absorb_declared, constant_f32, drop_removed, is_default, is_internal, sole_consumers};
 use crate::ir::{Attr, Graph, Node};
@@ -12,7 +15,7 @@ pub(super) fn fuse_pointwise_depthwise(g: &mut Graph) {
     let consumers = sole_consumers(g);
     let mut removed = vec![false; g.nodes.len()];
     for i in 0..g.nodes.len() {
-        let Some(mid) = pointwise_channels(g, &g.nodes[i]) else {
+        let Some(mid) = pointwise_1x1(g, &g.nodes[i], false) else {
             continue;
         };
         let Some(Some(between)) = g.nodes[i].outputs.first().copied() else {
@@ -63,11 +66,58 @@ pub(super) fn fuse_pointwise_depthwise(g: &mut Graph) {
     drop_removed(g, &removed);
 }
 
-/// Whether `n` is a plain or fused convolution without a residual input, whose weights and
-/// bias are float32 constants.
-fn is_conv_with_constants(g: &Graph, n: &Node) -> bool {
+/// Fuses every 1×1 convolution that alone reads a `ConvDepthwise` output into it.
+pub(super) fn fuse_projections(g: &mut Graph) {
+    let consumers = sole_consumers(g);
+    let mut removed = vec![false; g.nodes.len()];
+    for d in 0..g.nodes.len() {
+        let n = &g.nodes[d];
+        if !is_internal(n, "ConvDepthwise") || n.inputs.len() > 5 {
+            continue;
+        }
+        let Some(Some(between)) = n.outputs.first().copied() else {
+            continue;
+        };
+        let Some(q) = consumers[between] else {
+            continue;
+        };
+        let proj = &g.nodes[q];
+        if proj.inputs.first() != Some(&Some(between)) || pointwise_1x1(g, proj, true).is_none() {
+            continue;
+        }
+        let Some(Some(out)) = proj.outputs.first().copied() else {
+            continue;
+        };
+        if !absorb_declared(g, &[between], out) {
+            continue;
+        }
+        let (pair, proj) = (&g.nodes[d], &g.nodes[q]);
+        let mut fused = pair.clone();
+        fused.inputs.resize(5, None);
+        fused
+            .inputs
+            .extend((1..4).map(|k| proj.inputs.get(k).copied().flatten()));
+        for (from, to) in [
+            ("activation", "projection_activation"),
+            ("activation_params", "projection_activation_params"),
+        ] {
+            if let Some(a) = proj.attrs.get(from) {
+                fused.attrs.insert(to.into(), a.clone());
+            }
+        }
+        fused.outputs = vec![Some(out)];
+        g.nodes[q] = fused;
+        removed[d] = true;
+    }
+    drop_removed(g, &removed);
+}
+
+/// Whether `n` is a plain or fused convolution without a residual input (with one allowed
+/// when `residual`), whose weights and bias are float32 constants.
+fn is_conv_with_constants(g: &Graph, n: &Node, residual: bool) -> bool {
+    let inputs = if residual { 2..=4 } else { 2..=3 };
     (is_default(n, "Conv") || is_internal(n, "FusedConv"))
-        && (2..=3).contains(&n.inputs.len())
+        && inputs.contains(&n.inputs.len())
         && n.outputs.len() == 1
         && n.inputs[0].is_some()
         && constant_f32(g, n.inputs[1]).is_some()
@@ -79,9 +129,10 @@ fn is_conv_with_constants(g: &Graph, n: &Node) -> bool {
 }
 
 /// The output channels of `n` when it is a 2-D 1×1 convolution with stride 1, no padding and
-/// one group (its activation, if any, goes with it).
-fn pointwise_channels(g: &Graph, n: &Node) -> Option<usize> {
-    if !is_conv_with_constants(g, n) {
+/// one group (its activation, if any, goes with it), without a residual input unless
+/// `residual`.
+fn pointwise_1x1(g: &Graph, n: &Node, residual: bool) -> Option<usize> {
+    if !is_conv_with_constants(g, n, residual) {
         return None;
     }
     let (w, _) = constant_f32(g, n.inputs[1])?;
@@ -108,7 +159,7 @@ fn pointwise_channels(g: &Graph, n: &Node) -> Option<usize> {
 /// Whether `n` is a 2-D depthwise convolution of `x` (`channels` channels) whose activation,
 /// if any, clamps (Relu, Clip): the banded kernel applies those as it stores.
 fn is_depthwise_over(g: &Graph, n: &Node, x: crate::ir::ValueId, channels: usize) -> bool {
-    if !is_conv_with_constants(g, n) || n.inputs[0] != Some(x) {
+    if !is_conv_with_constants(g, n, false) || n.inputs[0] != Some(x) {
         return false;
     }
     let Some((w, _)) = constant_f32(g, n.inputs[1]) else {
@@ -174,6 +225,61 @@ mod tests {
         assert!(want.iter().any(|&v| v > 0.0));
         for (i, (a, b)) in got.iter().zip(want).enumerate() {
             assert!((a - b).abs() <= 1e-5 * (1.0 + b.abs()), "[{i}] {a} vs {b}");
+        }
+    }
+
+    /// A whole MobileNetV2 block (expansion, depthwise, projection with the residual of the
+    /// block's input) becomes one node and computes what the three convolutions and the Add
+    /// compute: the same model with the depthwise output also a graph output (so that the
+    /// projection stays apart) is the reference; so is one whose projection has a residual
+    /// broadcast from one value per channel.
+    #[test]
+    fn a_projection_joins_the_pair_and_computes_the_same() {
+        let weights = |name: &str, dims: &str, n: usize, scale: f32| {
+            let v: Vec<String> = (0..n)
+                .map(|i| format!("{:.4}", ((i * 29 % 17) as f32 - 8.0) * scale))
+                .collect();
+            format!("float[{dims}] {name} = {{{}}}", v.join(", "))
+        };
+        let consts = [
+            weights("w1", "12, 4, 1, 1", 48, 0.1),
+            weights("b1", "12", 12, 0.05),
+            weights("w2", "12, 1, 3, 3", 108, 0.07),
+            weights("b2", "12", 12, 0.02),
+            weights("w3", "4, 12, 1, 1", 48, 0.09),
+            weights("b3", "4", 4, 0.03),
+            weights("c", "4, 1, 1", 4, 0.5),
+        ]
+        .join(", ");
+        let body = |extra_out: &str, residual: &str| {
+            format!(
+                "{HEADER}\nagraph (float[1, 4, 9, 11] x) => (float[1, 4, 9, 11] y{extra_out}) \
+                 <{consts}, float lo = {{0.0}}, float hi = {{6.0}}>\n{{\n\
+                 e = Conv(x, w1, b1)\n m = Clip(e, lo, hi)\n\
+                 d = Conv <group = 12, pads = [1, 1, 1, 1]> (m, w2, b2)\n\
+                 r = Clip(d, lo, hi)\n p = Conv(r, w3, b3)\n y = Add(p, {residual})\n}}"
+            )
+        };
+        let x: Vec<f32> = (0..396)
+            .map(|i| ((i * 13 % 23) as f32 - 11.0) * 0.3)
+            .collect();
+        for residual in ["x", "c"] {
+            let one = body("", residual);
+            let g = fused(&one);
+            assert_eq!(ops(&g), ["ConvDepthwise"], "residual {residual}");
+            let apart = body(", float[1, 12, 9, 11] r", residual);
+            assert_eq!(ops(&fused(&apart)), ["ConvDepthwise", "FusedConv"]);
+            let (got, want) = (
+                run_text(&one, vec![1, 4, 9, 11], &x),
+                run_text(&apart, vec![1, 4, 9, 11], &x),
+            );
+            assert_eq!(got.len(), want.len());
+            for (i, (a, b)) in got.iter().zip(want).enumerate() {
+                assert!(
+                    (a - b).abs() <= 1e-5 * (1.0 + b.abs()),
+                    "{residual} [{i}] {a} vs {b}"
+                );
+            }
         }
     }
 }

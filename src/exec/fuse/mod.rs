@@ -16,7 +16,8 @@
 //! - an activation after a `Conv`, `Gemm` or `MatMul` runs inside its write-back (`FusedConv`,
 //!   `FusedGemm`, `FusedMatMul`);
 //! - a 1×1 convolution whose output only a depthwise convolution reads becomes one
-//!   `ConvDepthwise` (computed in bands of rows).
+//!   `ConvDepthwise` (computed in bands of rows), which also takes the 1×1 convolution that
+//!   alone reads its output (a MobileNetV2 block's projection).
 //!
 //! Modules: `half` (the half-precision weights), `gelu` (the GELU patterns), `layer_norm`
 //! (the layer normalizations), `matmul` (the products), `depthwise` (the 1×1 and depthwise
@@ -30,7 +31,7 @@ mod matmul;
 
 use crate::ir::{Attr, Graph, Node, Tensor, TensorData, ValueId, ValueInfo};
 use crate::ops;
-use depthwise::fuse_pointwise_depthwise;
+use depthwise::{fuse_pointwise_depthwise, fuse_projections};
 use gelu::fuse_gelu;
 use half::widen_half_weights;
 use layer_norm::fuse_layer_norms;
@@ -49,6 +50,7 @@ pub fn fuse(mut g: Graph) -> Graph {
     fuse_residual_adds(&mut g);
     fuse_activations(&mut g);
     fuse_pointwise_depthwise(&mut g);
+    fuse_projections(&mut g);
     g
 }
 

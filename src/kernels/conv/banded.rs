@@ -43,9 +43,27 @@ pub struct PointwiseDepthwise {
     /// ranges of them.
     pointwise_weights: Vec<f32>,
     depthwise: Conv2d,
+    /// The 1×1 convolution over the depthwise output, when the block's projection runs in the
+    /// same bands ([`PointwiseDepthwise::with_projection`]).
+    projection: Option<Conv2d>,
     /// [`BAND_BYTES`] and [`BANDED_MIN_BYTES`] (smaller in tests, to cover many bands on small
     /// images).
     band_bytes: (usize, usize),
+}
+
+/// Where the depthwise output of a band goes.
+enum Target<'a> {
+    /// Into its planes of the output (from plane `c0` on).
+    Planes(&'a mut [f32]),
+    /// Into a buffer of the band's rows, which the projection (all channels) then reads:
+    /// `output = act(projection(band) + bias + residual)`, the band's rows of every output
+    /// plane.
+    Project {
+        conv: &'a Conv2d,
+        residual: Option<&'a [f32]>,
+        output: &'a mut [f32],
+        act: Activation,
+    },
 }
 
 impl PointwiseDepthwise {
@@ -83,8 +101,28 @@ impl PointwiseDepthwise {
             pointwise_act,
             pointwise_weights: pointwise_weights.to_vec(),
             depthwise,
+            projection: None,
             band_bytes: (BAND_BYTES, BANDED_MIN_BYTES),
         })
+    }
+
+    /// The same pair followed by `projection`, a 1×1 convolution (stride 1, no padding, one
+    /// group, same ISA) over the depthwise output: a MobileNetV2 block's projection, computed
+    /// band by band while the band's depthwise rows are in L2 ([`PointwiseDepthwise::run_projected`]).
+    pub fn with_projection(mut self, projection: Conv2d) -> Result<Self, KernelError> {
+        let (p2, p3) = (&self.depthwise.p, &projection.p);
+        let pointwise_1x1 =
+            matches!(projection.path, Path::Gemm(GemmInput::Pointwise)) && p3.groups == 1;
+        let chained = p3.in_channels == p2.out_channels
+            && (p3.batch, p3.in_h, p3.in_w) == (p2.batch, p2.out_h(), p2.out_w());
+        if !pointwise_1x1 || !chained || projection.isa != self.depthwise.isa {
+            return Err(KernelError::new(format!(
+                "pointwise-depthwise: {p3:?} is not a 1×1 convolution of the depthwise \
+                 output {p2:?}"
+            )));
+        }
+        self.projection = Some(projection);
+        Ok(self)
     }
 
     /// The same kernel with bands sized for `band` bytes, taken from `min` bytes of
@@ -112,12 +150,7 @@ impl PointwiseDepthwise {
         if output.is_empty() {
             return;
         }
-        let mid_bytes = p2.in_channels * p2.in_h * p2.in_w * size_of::<f32>();
-        let banded = mid_bytes >= self.band_bytes.1
-            && p1.in_channels > 0
-            && (act == Activation::None || act.clamp_bounds().is_some())
-            && depthwise::plane_geometry(p2).is_some_and(|g| g.has_kernel(self.depthwise.isa));
-        if !banded {
+        if !self.banded(act) {
             scratch::with_f32(p1.output_len(), |mid| {
                 self.pointwise.run(input, mid, self.pointwise_act);
                 self.depthwise.run(mid, output, act);
@@ -136,7 +169,7 @@ impl PointwiseDepthwise {
         {
             let part = |(i, o): (usize, &mut [f32])| {
                 let c0 = i * part_c;
-                self.run_channels(x, (c0, c0 + o.len() / out_len), o, act);
+                self.run_channels(x, (c0, c0 + o.len() / out_len), act, Target::Planes(o));
             };
             if parts > 1 {
                 out.par_chunks_mut(part_c * out_len)
@@ -148,14 +181,96 @@ impl PointwiseDepthwise {
         }
     }
 
-    /// Output planes `c0..c1` of one image (`out`, from plane `c0` on) from its input `x`, band
-    /// by band.
-    fn run_channels(&self, x: &[f32], (c0, c1): (usize, usize), out: &mut [f32], act: Activation) {
+    /// Runs the pair and the projection ([`PointwiseDepthwise::with_projection`]):
+    /// `output = proj_act(projection(act(depthwise(act₁(pointwise(input))))) + residual)`,
+    /// `residual` (when given) of the output's length and layout. On one thread, band by
+    /// band: the projection reads each band's depthwise rows from L2, and the depthwise output
+    /// (the block's widest tensor) is never written out whole. With more threads (where the
+    /// pair splits its channels between them, and the projection needs them all), the pair
+    /// runs into a scratch buffer and the projection after it.
+    pub fn run_projected(
+        &self,
+        input: &[f32],
+        residual: Option<&[f32]>,
+        output: &mut [f32],
+        (act, proj_act): (Activation, Activation),
+    ) {
+        let proj = (self.projection.as_ref()).expect("pointwise-depthwise: no projection");
+        let (p1, p2, p3) = (&self.pointwise.p, &self.depthwise.p, &proj.p);
+        assert_eq!(
+            input.len(),
+            p1.input_len(),
+            "pointwise-depthwise: input length"
+        );
+        assert_eq!(
+            output.len(),
+            p3.output_len(),
+            "pointwise-depthwise: output length"
+        );
+        assert!(
+            residual.is_none_or(|z| z.len() == output.len()),
+            "pointwise-depthwise: residual length"
+        );
+        if output.is_empty() {
+            return;
+        }
+        if !self.banded(act) || rayon::current_num_threads() > 1 {
+            scratch::with_f32(p2.output_len(), |mid| {
+                self.run(input, mid, act);
+                proj.run_with_residual(mid, output, residual, proj_act);
+            });
+            return;
+        }
+        let (in_len, out_len) = (p1.input_len() / p1.batch, p3.output_len() / p3.batch);
+        for (i, (x, out)) in input
+            .chunks_exact(in_len)
+            .zip(output.chunks_exact_mut(out_len))
+            .enumerate()
+        {
+            let target = Target::Project {
+                conv: proj,
+                residual: residual.map(|z| &z[i * out_len..(i + 1) * out_len]),
+                output: out,
+                act: proj_act,
+            };
+            self.run_channels(x, (0, p2.in_channels), act, target);
+        }
+    }
+
+    /// Whether the pair runs in bands (with the depthwise activation `act`): an intermediate
+    /// beyond L2, input channels, an activation the plane kernel clamps in its stores, and a
+    /// plane kernel for the geometry.
+    ///
+    /// With the projection as well, the same threshold: from a quarter of it, MobileNetV2's
+    /// blocks at 28² and 14² (intermediates of 0.3–0.6 MB) ran slower banded (in the model at 1
+    /// thread, 576 channels at 14² 0.91–0.97 → 1.14–1.17 ms, 384 at 14² 0.65–0.70 → 0.84).
+    fn banded(&self, act: Activation) -> bool {
+        let (p1, p2) = (&self.pointwise.p, &self.depthwise.p);
+        let mid_bytes = p2.in_channels * p2.in_h * p2.in_w * size_of::<f32>();
+        mid_bytes >= self.band_bytes.1
+            && p1.in_channels > 0
+            && (act == Activation::None || act.clamp_bounds().is_some())
+            && depthwise::plane_geometry(p2).is_some_and(|g| g.has_kernel(self.depthwise.isa))
+    }
+
+    /// Depthwise output planes `c0..c1` of one image from its input `x`, band by band, into
+    /// `target`.
+    fn run_channels(
+        &self,
+        x: &[f32],
+        (c0, c1): (usize, usize),
+        act: Activation,
+        mut target: Target,
+    ) {
         let (p1, p2) = (&self.pointwise.p, &self.depthwise.p);
         let isa = self.depthwise.isa;
         let (h, w, cin, ch) = (p2.in_h, p2.in_w, p1.in_channels, c1 - c0);
         let (oh, ow, s) = (p2.out_h(), p2.out_w(), p2.stride_h);
         let reach = (p2.kernel_h - 1) * p2.dilation_h + 1;
+        // Projecting, the band's depthwise rows take a second buffer (in L2 beside the first:
+        // halving the budget to fit both in 384 KiB made MobileNetV2's banded blocks 2–6%
+        // slower at 1 thread).
+        let projecting = matches!(target, Target::Project { .. });
         let rows = band_rows(ch * w * size_of::<f32>(), self.band_bytes.0, reach, s).min(oh);
         // The rows of a band's windows, at most: the buffer holds `cap` rows of each plane.
         let cap = ((rows - 1) * s + reach).min(h);
@@ -173,63 +288,131 @@ impl PointwiseDepthwise {
         let a = MatRef::row_major(&self.pointwise_weights[c0 * cin..c1 * cin], ch, cin);
         let mut base = depthwise::plane_geometry(p2).expect("checked by run");
         base.plane_len = (cap * w, oh * ow);
+        let band_len = if projecting { ch * rows * ow } else { 0 };
         scratch::with_f32(ch * cap * w, |buf| {
-            // The input rows `held.0..held.1` are in rows `0..` of the buffer's planes.
-            let mut held = (0, 0);
-            for oy0 in (0..oh).step_by(rows) {
-                let oy1 = (oy0 + rows).min(oh);
-                // The input rows the band's windows read: `lo..hi`, inside the image.
-                let hi = ((oy1 - 1) * s + reach).saturating_sub(p2.pad_top).min(h);
-                let lo = (oy0 * s).saturating_sub(p2.pad_top).min(hi);
-                let keep = if (held.0..held.1).contains(&lo) {
-                    held.1 - lo
-                } else {
-                    0
-                };
-                if keep > 0 && lo > held.0 {
-                    let from = (lo - held.0) * w;
-                    for plane in buf.chunks_exact_mut(cap * w) {
-                        plane.copy_within(from..from + keep * w, 0);
+            scratch::with_f32(band_len, |band| {
+                // The input rows `held.0..held.1` are in rows `0..` of the buffer's planes.
+                let mut held = (0, 0);
+                for oy0 in (0..oh).step_by(rows) {
+                    let oy1 = (oy0 + rows).min(oh);
+                    // The input rows the band's windows read: `lo..hi`, inside the image.
+                    let hi = ((oy1 - 1) * s + reach).saturating_sub(p2.pad_top).min(h);
+                    let lo = (oy0 * s).saturating_sub(p2.pad_top).min(hi);
+                    let keep = if (held.0..held.1).contains(&lo) {
+                        held.1 - lo
+                    } else {
+                        0
+                    };
+                    if keep > 0 && lo > held.0 {
+                        let from = (lo - held.0) * w;
+                        for plane in buf.chunks_exact_mut(cap * w) {
+                            plane.copy_within(from..from + keep * w, 0);
+                        }
+                    }
+                    let first = lo + keep;
+                    if hi > first {
+                        let b = MatRef {
+                            data: &x[first * w..],
+                            rows: cin,
+                            cols: (hi - first) * w,
+                            row_stride: h * w,
+                            col_stride: 1,
+                        };
+                        let c = &mut buf[keep * w..];
+                        gemm::sgemm_with(isa, false, 1.0, a, b, 0.0, c, cap * w, &ep);
+                    }
+                    held = (lo, hi);
+                    // Output row `oy0 + r` reads input row `(oy0 + r)·s + ky·d − pad_top`, which
+                    // is row `r·s + ky·d − (pad_top + lo − oy0·s)` of the buffer (the subtraction
+                    // cannot go below zero while the band reads any row).
+                    let mut g = base;
+                    g.in_hw.0 = hi - lo;
+                    g.out_hw.0 = oy1 - oy0;
+                    g.pad.0 = (p2.pad_top + lo).saturating_sub(oy0 * s);
+                    let o = match &mut target {
+                        Target::Planes(out) => &mut out[oy0 * ow..],
+                        Target::Project { .. } => {
+                            g.plane_len.1 = (oy1 - oy0) * ow;
+                            &mut band[..ch * (oy1 - oy0) * ow]
+                        }
+                    };
+                    let done = simd::depthwise_planes(
+                        isa,
+                        &g,
+                        ch,
+                        buf,
+                        filters,
+                        bias_dw,
+                        act.clamp_bounds(),
+                        o,
+                    );
+                    assert!(
+                        done,
+                        "pointwise-depthwise: the plane kernel declined a band"
+                    );
+                    if let Target::Project {
+                        conv,
+                        residual,
+                        output,
+                        act,
+                    } = &mut target
+                    {
+                        let cols = (oy1 - oy0) * ow;
+                        project(
+                            conv,
+                            &band[..ch * cols],
+                            cols,
+                            oy0 * ow,
+                            *residual,
+                            output,
+                            *act,
+                        );
                     }
                 }
-                let first = lo + keep;
-                if hi > first {
-                    let b = MatRef {
-                        data: &x[first * w..],
-                        rows: cin,
-                        cols: (hi - first) * w,
-                        row_stride: h * w,
-                        col_stride: 1,
-                    };
-                    let c = &mut buf[keep * w..];
-                    gemm::sgemm_with(isa, false, 1.0, a, b, 0.0, c, cap * w, &ep);
-                }
-                held = (lo, hi);
-                // Output row `oy0 + r` reads input row `(oy0 + r)·s + ky·d − pad_top`, which
-                // is row `r·s + ky·d − (pad_top + lo − oy0·s)` of the buffer (the subtraction
-                // cannot go below zero while the band reads any row).
-                let mut g = base;
-                g.in_hw.0 = hi - lo;
-                g.out_hw.0 = oy1 - oy0;
-                g.pad.0 = (p2.pad_top + lo).saturating_sub(oy0 * s);
-                let o = &mut out[oy0 * ow..];
-                let done = simd::depthwise_planes(
-                    isa,
-                    &g,
-                    ch,
-                    buf,
-                    filters,
-                    bias_dw,
-                    act.clamp_bounds(),
-                    o,
-                );
-                assert!(
-                    done,
-                    "pointwise-depthwise: the plane kernel declined a band"
-                );
-            }
+            })
         });
     }
+}
+
+/// The projection of one band: `output[:, at..at + cols] = act(W · band + bias +
+/// residual[:, at..at + cols])` over every output plane (`oh·ow` floats apart), `band` holding
+/// the band's `cols` depthwise outputs of each input channel.
+fn project(
+    conv: &Conv2d,
+    band: &[f32],
+    cols: usize,
+    at: usize,
+    residual: Option<&[f32]>,
+    output: &mut [f32],
+    act: Activation,
+) {
+    let p = &conv.p;
+    let plane = p.out_h() * p.out_w();
+    let ConvFilters::Packed(weights) = &*conv.filters else {
+        unreachable!("a 1×1 convolution has packed filters")
+    };
+    let b = MatRef {
+        data: band,
+        rows: p.in_channels,
+        cols,
+        row_stride: cols,
+        col_stride: 1,
+    };
+    let ep = Epilogue {
+        bias: conv.bias.as_deref().map_or(Bias::None, Bias::PerRow),
+        residual: residual.map(|z| (&z[at..], plane)),
+        activation: act,
+    };
+    gemm::sgemm_packed_a_with(
+        false,
+        1.0,
+        &weights[0],
+        b,
+        0.0,
+        &mut output[at..],
+        plane,
+        &ep,
+    );
 }
 
 /// Output rows per band: the most whose input window (`(rows − 1)·stride + reach` rows of
@@ -325,6 +508,79 @@ mod tests {
                                 (g - e).abs() <= 1e-4 * (1.0 + e.abs()),
                                 "{isa:?} case {i} band {band} t{threads} [{j}]: {g} vs {e}"
                             );
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The pair with its projection (a residual or none, an activation or none) against the
+    /// reference convolutions, banded into bands of a few rows and in one band, on 1 thread
+    /// (bands) and 3 (the pair, then the projection), on every ISA the CPU has.
+    #[test]
+    fn projected_bands_match_the_three_convolutions() {
+        let mut rng = Rng::new(13);
+        // (batch, in_c, mid_c, out_c, h, w, stride, pads)
+        let cases = [
+            (1, 3, 16, 5, 17, 19, 1, [1, 1, 1, 1]),
+            (2, 4, 20, 9, 23, 21, 2, [1, 1, 1, 1]),
+            (1, 6, 24, 33, 14, 30, 1, [1, 1, 1, 1]),
+            (1, 2, 17, 8, 9, 40, 2, [0, 1, 1, 0]),
+        ];
+        let relu6 = Activation::Clip { min: 0.0, max: 6.0 };
+        for isa in cpu::test_isas() {
+            for (i, &(n, cin, mid, cout, h, w, s, pad)) in cases.iter().enumerate() {
+                let p1 = Conv2dParams::pointwise(n, cin, (h, w), mid);
+                let p2 = p1.depthwise_of_output((3, 3), (s, s), pad, (1, 1));
+                let p3 = Conv2dParams::pointwise(n, mid, (p2.out_h(), p2.out_w()), cout);
+                let x = rng.vec(p1.input_len());
+                let (w1, b1) = (rng.vec(p1.weights_len()), rng.vec(mid));
+                let (w2, b2) = (rng.vec(p2.weights_len()), rng.vec(mid));
+                let (w3, b3) = (rng.vec(p3.weights_len()), rng.vec(cout));
+                let z = rng.vec(p3.output_len());
+                let pair = reference_pair(&p1, &p2, &x, (&w1, &b1), (&w2, &b2), (relu6, relu6));
+                let pw = Conv2d::with_isa(isa, p1, &w1, Some(&b1)).unwrap();
+                let dw = Conv2d::with_isa(isa, p2, &w2, Some(&b2)).unwrap();
+                let proj = Conv2d::with_isa(isa, p3, &w3, Some(&b3)).unwrap();
+                let fused = PointwiseDepthwise::new(pw, &w1, relu6, dw)
+                    .unwrap()
+                    .with_projection(proj)
+                    .unwrap();
+                let proj_act = if i % 2 == 0 {
+                    Activation::None
+                } else {
+                    Activation::Relu
+                };
+                for residual in [None, Some(&z[..])] {
+                    let mut want = vec![0.0; p3.output_len()];
+                    reference::conv2d_ref(&p3, &pair, &w3, Some(&b3), Activation::None, &mut want);
+                    for (j, v) in want.iter_mut().enumerate() {
+                        *v = reference::activation_ref(
+                            proj_act,
+                            *v + residual.map_or(0.0, |z| z[j]),
+                        );
+                    }
+                    let row = mid * w * 4;
+                    for band in [row * 6, usize::MAX / 2] {
+                        let kernel = fused.clone().with_band_bytes(band, 0);
+                        for threads in [1, 3] {
+                            let pool = rayon::ThreadPoolBuilder::new()
+                                .num_threads(threads)
+                                .build()
+                                .unwrap();
+                            let mut got = vec![f32::NAN; p3.output_len()];
+                            pool.install(|| {
+                                kernel.run_projected(&x, residual, &mut got, (relu6, proj_act))
+                            });
+                            for (j, (&g, &e)) in got.iter().zip(&want).enumerate() {
+                                assert!(
+                                    (g - e).abs() <= 1e-4 * (1.0 + e.abs()),
+                                    "{isa:?} case {i} band {band} t{threads} residual {} [{j}]: \
+                                     {g} vs {e}",
+                                    residual.is_some()
+                                );
+                            }
                         }
                     }
                 }
