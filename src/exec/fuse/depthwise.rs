@@ -69,7 +69,7 @@ pub(super) fn fuse_pointwise_depthwise(g: &mut Graph) {
 /// Fuses every 1×1 convolution that alone reads a `ConvDepthwise` output into it.
 pub(super) fn fuse_projections(g: &mut Graph) {
     let consumers = sole_consumers(g);
-    let mut removed = vec![false; g.nodes.len()];
+    let mut absorbed = Vec::new();
     for d in 0..g.nodes.len() {
         let n = &g.nodes[d];
         if !is_internal(n, "ConvDepthwise") || n.inputs.len() > 5 {
@@ -107,8 +107,10 @@ pub(super) fn fuse_projections(g: &mut Graph) {
         }
         fused.outputs = vec![Some(out)];
         g.nodes[q] = fused;
-        removed[d] = true;
+        absorbed.push(d);
     }
+    let mut removed = vec![false; g.nodes.len()];
+    absorbed.into_iter().for_each(|d| removed[d] = true);
     drop_removed(g, &removed);
 }
 
