@@ -4,9 +4,9 @@ This library's side comes from its own trace (ONNXIFI_RUST_TRACE, written by `on
 bench`), ONNX Runtime's from its profiler (intra-op spinning off). Both fuse nodes, so layers
 are paired by kind, in execution order: the k-th convolution of one with the k-th of the
 other, likewise matrix products (this library's `ConvDepthwise` is a 1×1 convolution and the
-depthwise one after it in one node: it pairs with the sum of the next two of ONNX Runtime's
-convolutions); the rest is summed by operator type. Each layer's time is the median over the
-measured runs. ONNX Runtime's profiler adds its own cost to every node, so its per-node sum runs
+depthwise one after it in one node, with the 1×1 projection after that when it has one: it
+pairs with the sum of the next two or three of ONNX Runtime's convolutions); the rest is
+summed by operator type. Each layer's time is the median over the measured runs. ONNX Runtime's profiler adds its own cost to every node, so its per-node sum runs
 above its plain latency: the script also times ONNX Runtime without the profiler and prints
 that overhead per node, to be subtracted from its layers when reading the gaps; use
 `compare_ort.py` for the latency.
@@ -19,6 +19,7 @@ MODEL is a .onnx file or a built-in model name of compare_ort.py (resnet50, mobi
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -44,6 +45,15 @@ def kind(op):
     if op in PRODUCT:
         return "product"
     return op
+
+
+def conv_width(layer):
+    """How many plain convolutions a layer of ours stands for: a `ConvDepthwise` two, or three
+    when it has a projection (a sixth input; absent inputs are listed as '-')."""
+    if layer[1] != "ConvDepthwise":
+        return 1
+    inputs = re.findall(r"\[[^\]]*\]|-", str(layer[2]))
+    return 3 if len(inputs) > 5 and inputs[5] != "-" else 2
 
 
 def layers(events):
@@ -160,8 +170,9 @@ def main():
     for fam in ("conv", "product"):
         xa = [x for x in a if kind(x[1]) == fam]
         xb = [x for x in b if kind(x[1]) == fam]
-        # ORT's nodes per node of ours: a ConvDepthwise stands for two convolutions.
-        widths = [2 if x[1] == "ConvDepthwise" else 1 for x in xa]
+        # ORT's nodes per node of ours: a ConvDepthwise stands for two convolutions, three
+        # with its projection (inputs 5–7).
+        widths = [conv_width(x) for x in xa]
         if not xa or sum(widths) != len(xb):
             if xa or xb:
                 print(f"\n{fam}: {sum(widths)} against {len(xb)} nodes, not paired")

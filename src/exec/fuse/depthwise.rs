@@ -183,17 +183,33 @@ fn is_depthwise_over(g: &Graph, n: &Node, x: crate::ir::ValueId, channels: usize
 mod tests {
     use super::super::tests::{fused, ops, run_text, HEADER};
 
+    /// A float constant of the text syntax, `name` of shape `dims` (`n` elements), its values
+    /// a fixed pattern of small integers (`i·step mod modulo`, centred) times `scale`.
+    fn weights(
+        name: &str,
+        dims: &str,
+        n: usize,
+        scale: f32,
+        (step, modulo): (usize, usize),
+    ) -> String {
+        let v: Vec<String> = (0..n)
+            .map(|i| {
+                format!(
+                    "{:.4}",
+                    ((i * step % modulo) as f32 - (modulo / 2) as f32) * scale
+                )
+            })
+            .collect();
+        format!("float[{dims}] {name} = {{{}}}", v.join(", "))
+    }
+
     /// A MobileNet block's expansion and depthwise layers (Clip and Relu activations, a
     /// stride, pads) become one node and compute what the two convolutions compute: the same
     /// model with the pair kept apart (the 1×1 output also a graph output) is the reference.
     #[test]
     fn pointwise_and_depthwise_fuse_and_compute_the_same() {
-        let weights = |name: &str, dims: &str, n: usize, scale: f32| {
-            let v: Vec<String> = (0..n)
-                .map(|i| format!("{:.4}", ((i * 37 % 19) as f32 - 9.0) * scale))
-                .collect();
-            format!("float[{dims}] {name} = {{{}}}", v.join(", "))
-        };
+        let weights =
+            |name: &str, dims: &str, n: usize, scale: f32| weights(name, dims, n, scale, (37, 19));
         let consts = [
             weights("w1", "12, 3, 1, 1", 36, 0.1),
             weights("b1", "12", 12, 0.05),
@@ -237,12 +253,8 @@ mod tests {
     /// broadcast from one value per channel.
     #[test]
     fn a_projection_joins_the_pair_and_computes_the_same() {
-        let weights = |name: &str, dims: &str, n: usize, scale: f32| {
-            let v: Vec<String> = (0..n)
-                .map(|i| format!("{:.4}", ((i * 29 % 17) as f32 - 8.0) * scale))
-                .collect();
-            format!("float[{dims}] {name} = {{{}}}", v.join(", "))
-        };
+        let weights =
+            |name: &str, dims: &str, n: usize, scale: f32| weights(name, dims, n, scale, (29, 17));
         let consts = [
             weights("w1", "12, 4, 1, 1", 48, 0.1),
             weights("b1", "12", 12, 0.05),

@@ -62,6 +62,8 @@ pub(crate) const MAX_MR: usize = 8;
 /// 1 thread, weights from memory (`KB_COLD=16`), 1280→1000: 12–17 → 15–17 GFLOP/s (16 KiB
 /// ahead measured the same), unchanged from L3; inside MobileNetV2 at 1 thread its `Gemm` took
 /// 0.160–0.174 ms without it, 0.143–0.158 with it (three interleaved pairs of 200 runs).
+/// (Since the twenty-seventh session a matrix A of one row takes `gemm::gemv` instead; the tile
+/// still serves one row of packed weights, a convolution to one channel.)
 #[cfg(target_arch = "x86_64")]
 const VECTOR_AHEAD: usize = 2048;
 
