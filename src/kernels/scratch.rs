@@ -84,8 +84,12 @@ pub fn give(buf: AlignedVec) {
 }
 
 /// Runs `f` on a scratch slice of `len` floats. The contents are stale: `f` must write every
-/// element it reads.
+/// element it reads. An empty slice takes no buffer (the smallest free one would otherwise be
+/// lent, and a nested request of its size would have to allocate another).
 pub fn with_f32<R>(len: usize, f: impl FnOnce(&mut [f32]) -> R) -> R {
+    if len == 0 {
+        return f(&mut []);
+    }
     let mut buf = take(len);
     let result = f(&mut buf[..len]);
     give(buf);
