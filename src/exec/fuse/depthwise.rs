@@ -9,6 +9,7 @@
 use super::{absorb_declared, constant_f32, drop_removed, is_default, is_internal, sole_consumers};
 use crate::ir::{Attr, Graph, Node};
 use crate::ops;
+use std::collections::BTreeMap;
 
 /// Fuses every such pair.
 pub(super) fn fuse_pointwise_depthwise(g: &mut Graph) {
@@ -36,14 +37,7 @@ pub(super) fn fuse_pointwise_depthwise(g: &mut Graph) {
         }
         let (pw, dw) = (&g.nodes[i], &g.nodes[d]);
         let mut attrs = dw.attrs.clone();
-        for (from, to) in [
-            ("activation", "pointwise_activation"),
-            ("activation_params", "pointwise_activation_params"),
-        ] {
-            if let Some(a) = pw.attrs.get(from) {
-                attrs.insert(to.into(), a.clone());
-            }
-        }
+        carry_activation(pw, &mut attrs, "pointwise");
         let input = |n: &Node, k: usize| n.inputs.get(k).copied().flatten();
         let fused = Node {
             name: dw.name.clone(),
@@ -97,14 +91,7 @@ pub(super) fn fuse_projections(g: &mut Graph) {
         fused
             .inputs
             .extend((1..4).map(|k| proj.inputs.get(k).copied().flatten()));
-        for (from, to) in [
-            ("activation", "projection_activation"),
-            ("activation_params", "projection_activation_params"),
-        ] {
-            if let Some(a) = proj.attrs.get(from) {
-                fused.attrs.insert(to.into(), a.clone());
-            }
-        }
+        carry_activation(proj, &mut fused.attrs, "projection");
         fused.outputs = vec![Some(out)];
         g.nodes[q] = fused;
         absorbed.push(d);
@@ -112,6 +99,16 @@ pub(super) fn fuse_projections(g: &mut Graph) {
     let mut removed = vec![false; g.nodes.len()];
     absorbed.into_iter().for_each(|d| removed[d] = true);
     drop_removed(g, &removed);
+}
+
+/// Copies the fused activation of `from` (`activation`, `activation_params`) into `attrs`
+/// under the names `{role}_activation` and `{role}_activation_params`.
+fn carry_activation(from: &Node, attrs: &mut BTreeMap<String, Attr>, role: &str) {
+    for name in ["activation", "activation_params"] {
+        if let Some(a) = from.attrs.get(name) {
+            attrs.insert(format!("{role}_{name}"), a.clone());
+        }
+    }
 }
 
 /// Whether `n` is a plain or fused convolution without a residual input (with one allowed
