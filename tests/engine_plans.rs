@@ -332,7 +332,7 @@ g (float[N, 8] x, int64[2] s) => (float[N, 4] y, float[N, 8] t, float[?, ?] z, f
 }
 
 /// A weight keeps its data where handing it to the packed form would lose something: a MatMul
-/// of two weights (the planner folds it, which needs both) and an empty weight, even one with a
+/// of two weights (each plan folds it, which needs both) and an empty weight, even one with a
 /// dimension of 2^62 (its packing would loop over that many rows; the model is refused at once
 /// for its mismatched inner dimension instead).
 #[test]
@@ -341,7 +341,7 @@ fn weights_keep_their_data_where_packing_would_lose_it() {
     let w = values(8 * 4, 52);
     let text = format!(
         r#"<ir_version: 8, opset_import: ["" : 17]>
-g (float[2, 4] x) => (float[2, 4] y)
+g (float[N, 4] x) => (float[N, 4] y)
 <{}, {}>
 {{
   [f] c = MatMul(a, w)
@@ -375,6 +375,77 @@ g (float[1, 3] x) => (float[1, 0] y)
         panic!("a MatMul of [1, 3] by [2^62, 0] loaded");
     };
     assert_eq!(e.status, Status::InvalidModel, "{}", e.message);
+}
+
+/// `z = Conv(x, f, b)` (3×3, pads 1) and `h`'s pointwise convolution added to `h` itself, on
+/// `x` of `shape`, and the initializers.
+fn prepared_weights_model(shape: &str, f: &[f32], b: &[f32], h: &[f32]) -> String {
+    format!(
+        r#"<ir_version: 8, opset_import: ["" : 17]>
+g (float[{shape}] x) => (float[{shape}] z, float[?, 8, 5, 5] s)
+<{}, {}, {}>
+{{
+  [c] z = Conv<pads = [1, 1, 1, 1]>(x, f, b)
+  [p] y = Conv(x, h)
+  [a] s = Add(y, h)
+}}"#,
+        initializer("f", &[8, 8, 3, 3], f),
+        initializer("b", &[8], b),
+        initializer("h", &[8, 8, 1, 1], h),
+    )
+}
+
+/// With every input shape fixed, the graph's one plan owns the weights and drops those its
+/// convolutions prepared (filters and bias, read at run time from the prepared kernel only)
+/// as each is built; a weight that another step reads at run time (`h`, added to a product)
+/// keeps its data, and so does every weight of a graph that may plan other shapes.
+#[test]
+fn convolution_weights_live_only_prepared_in_the_one_plan_of_fixed_shapes() {
+    let (f, b, h) = (values(8 * 8 * 9, 61), values(8, 62), values(64, 63));
+    let check = |exe: &onnxifi_rust::exec::Executable, n: usize| {
+        let x = values(n * 8 * 25, 64 + n as u64);
+        let out = run_ok(exe, vec![f32t(&[n, 8, 5, 5], &x)]);
+        let mut z = conv3x3_ref(&x, &f, (n, 8, 5, 5), 8);
+        for (i, v) in z.iter_mut().enumerate() {
+            *v += b[i / 25 % 8];
+        }
+        assert_close(&out[0], &[n, 8, 5, 5], &z, 1e-4, 1e-4, "Conv(x, f, b)");
+        // y [n, 8, 5, 5] + h [8, 8, 1, 1] (n is 1 or 8): s[i, o, p] = Σ_c h[o, c]·x[i or 0, c, p]
+        // + h[i, o].
+        let mut s = Vec::new();
+        for i in 0..8 {
+            let image = if n == 1 { 0 } else { i };
+            for o in 0..8 {
+                for p in 0..25 {
+                    let y: f32 = (0..8)
+                        .map(|c| h[o * 8 + c] * x[(image * 8 + c) * 25 + p])
+                        .sum();
+                    s.push(y + h[i * 8 + o]);
+                }
+            }
+        }
+        assert_close(&out[1], &[8, 8, 5, 5], &s, 1e-5, 1e-5, "Conv(x, h) + h");
+    };
+    let fixed = compile_ok(&prepared_weights_model("1, 8, 5, 5", &f, &b, &h));
+    let value = |exe: &onnxifi_rust::exec::Executable, name: &str| {
+        let v = exe.graph().values.iter().find(|v| v.name == name);
+        let v = v.expect("the weight is in the graph");
+        (v.constant.is_some(), v.packed_only.clone())
+    };
+    assert_eq!(value(&fixed, "f"), (false, Some(vec![8, 8, 3, 3])));
+    assert_eq!(value(&fixed, "b"), (false, Some(vec![8])));
+    assert_eq!(value(&fixed, "h"), (true, None), "Add reads h at run time");
+    check(&fixed, 1);
+    check(&fixed, 1);
+    assert_eq!(fixed.plans_built(), 1);
+
+    let symbolic = compile_ok(&prepared_weights_model("N, 8, 5, 5", &f, &b, &h));
+    check(&symbolic, 1);
+    for name in ["f", "b", "h"] {
+        assert_eq!(value(&symbolic, name).0, true, "{name} keeps its data");
+    }
+    check(&symbolic, 8);
+    assert_eq!(symbolic.plans_built(), 2);
 }
 
 /// A Reshape whose target is a graph input: the node is built during the run from the target's

@@ -147,7 +147,7 @@ impl Executable {
         let weights = WeightCache::default();
         weights::pack_gemm_weights(&mut graph, &weights)?;
         let float32_ok = crate::ops::widen::float32_values(&graph);
-        let exe = Executable {
+        let mut exe = Executable {
             graph,
             inputs,
             outputs,
@@ -163,7 +163,7 @@ impl Executable {
             .map(|s| s.declared.fixed_shape())
             .collect();
         if let Some(shapes) = fixed {
-            exe.output_shapes(&shapes)?;
+            exe.plan_only(&shapes)?;
         }
         Ok(exe)
     }
@@ -292,17 +292,56 @@ impl Executable {
         if let Some(plan) = self.cached_plan(|k| k.as_slice() == shapes) {
             return Ok(plan);
         }
+        let plan = Arc::new(self.build_plan(shapes, None)?);
+        let mut plans = self.plans.lock().unwrap_or_else(|p| p.into_inner());
+        if plans.len() >= PLAN_CACHE {
+            plans.remove(0);
+        }
+        plans.push((shapes.to_vec(), plan.clone()));
+        Ok(plan)
+    }
+
+    /// Plans a graph whose input shapes are all fixed (`shapes`, the declared ones). That plan
+    /// is the only one it will have (`check_input_shapes` refuses any other shape), so it is
+    /// built owning the graph's weights and drops each one that its readers prepared as soon
+    /// as they are built (`weights::Releaser`): ResNet-50's load then peaks with each
+    /// convolution's filters resident once, not as loaded and as prepared.
+    fn plan_only(&mut self, shapes: &[Vec<usize>]) -> Result<()> {
+        self.check_input_shapes(shapes.iter().map(Vec::as_slice))?;
+        let key: PlanKey = (self.inputs.iter())
+            .zip(shapes)
+            .map(|(spec, s)| (spec.declared.dtype, s.clone()))
+            .collect();
+        let owned = weights::take_weights(&mut self.graph);
+        let taken: Vec<bool> = owned.iter().map(Option::is_some).collect();
+        let built = self.build_plan(&key, Some(owned));
+        if let Ok(plan) = &built {
+            weights::restore_weights(&mut self.graph, &taken, &plan.constants);
+        }
+        let plan = Arc::new(built?);
+        (self.plans.get_mut().unwrap_or_else(|p| p.into_inner())).push((key, plan));
+        Ok(())
+    }
+
+    /// Builds a plan for `shapes` (owning the graph's weights `owned` when given, see
+    /// [`Plan::build`]), traced and logged.
+    fn build_plan(
+        &self,
+        shapes: &[(DataType, Vec<usize>)],
+        owned: Option<Vec<Option<Arc<Tensor>>>>,
+    ) -> Result<Plan> {
         let span = crate::trace::span("plan", "plan").map(|sp| {
             let text: Vec<String> = shapes.iter().map(|(_, s)| format!("{s:?}")).collect();
             sp.arg("input shapes", text.join(" "))
         });
         let started = std::time::Instant::now();
-        let plan = Arc::new(Plan::build(&self.env(), shapes)?);
+        let (plan, released) = Plan::build(&self.env(), shapes, owned)?;
         drop(span);
         crate::log::log(crate::log::Level::Info, || {
             let text: Vec<String> = shapes.iter().map(|(_, s)| format!("{s:?}")).collect();
             format!(
-                "plan built for input shapes {} in {:.1} ms: {} steps ({} built at run time)",
+                "plan built for input shapes {} in {:.1} ms: {} steps ({} built at run time), \
+                 {released} bytes of weights held only prepared",
                 text.join(" "),
                 started.elapsed().as_secs_f64() * 1e3,
                 plan.steps.len(),
@@ -310,11 +349,6 @@ impl Executable {
             )
         });
         self.plans_built.fetch_add(1, Ordering::Relaxed);
-        let mut plans = self.plans.lock().unwrap_or_else(|p| p.into_inner());
-        if plans.len() >= PLAN_CACHE {
-            plans.remove(0);
-        }
-        plans.push((shapes.to_vec(), plan.clone()));
         Ok(plan)
     }
 

@@ -8,7 +8,7 @@
 //! for as long as those inputs keep their shapes (and, for the inputs whose contents the build
 //! read, their contents). Nothing else is re-planned.
 
-use super::weights::WeightCache;
+use super::weights::{Releaser, WeightCache};
 use crate::error::{Error, Result, Status};
 use crate::ir::{DataType, Dim, Graph, Node, Tensor, TensorData, ValueId};
 use crate::ops::{self, BuildCtx, Built, InputInfo, Kernel, OpDef};
@@ -295,12 +295,20 @@ pub fn fitting_bytes(dtype: DataType, shape: &[usize]) -> Result<u64> {
 }
 
 impl Plan {
-    /// Plans `env.graph` for the given input types and shapes.
-    pub fn build(env: &BuildEnv, input_shapes: &[(DataType, Vec<usize>)]) -> Result<Plan> {
+    /// Plans `env.graph` for the given input types and shapes. With `owned`, the graph's weights
+    /// (taken out of it by `weights::take_weights`), the plan owns them and drops each one that
+    /// no step will read as soon as its readers are built (`weights::Releaser`); it returns the
+    /// bytes so released.
+    pub fn build(
+        env: &BuildEnv,
+        input_shapes: &[(DataType, Vec<usize>)],
+        owned: Option<Vec<Option<Arc<Tensor>>>>,
+    ) -> Result<(Plan, usize)> {
         let graph = env.graph;
         let n = graph.values.len();
+        let mut releaser = owned.is_some().then(|| Releaser::new(graph));
         let mut constants: Vec<Option<Arc<Tensor>>> =
-            graph.values.iter().map(|v| v.constant.clone()).collect();
+            owned.unwrap_or_else(|| graph.values.iter().map(|v| v.constant.clone()).collect());
         let mut types: Vec<Option<Known>> = constants
             .iter()
             .zip(&graph.values)
@@ -358,6 +366,9 @@ impl Plan {
             let Some((built, _, kept)) = built else {
                 for id in node.outputs.iter().flatten() {
                     types[*id] = Some(Known::Dynamic);
+                }
+                if let Some(r) = &mut releaser {
+                    r.built(node, |_| true, &mut constants);
                 }
                 steps.push(Step {
                     node: index,
@@ -419,7 +430,13 @@ impl Plan {
                         constants[*id] = Some(Arc::new(t));
                     }
                 }
+                if let Some(r) = &mut releaser {
+                    r.built(node, |_| false, &mut constants);
+                }
             } else {
+                if let Some(r) = &mut releaser {
+                    r.built(node, |i| built.kernel.reads_input(i), &mut constants);
+                }
                 steps.push(Step {
                     node: index,
                     kernel: StepKernel::Static(built.kernel),
@@ -460,7 +477,7 @@ impl Plan {
             ));
         }
 
-        Ok(Plan {
+        let plan = Plan {
             steps,
             constants,
             types,
@@ -468,7 +485,8 @@ impl Plan {
             outputs: graph.outputs.clone(),
             peak_bytes,
             wide,
-        })
+        };
+        Ok((plan, releaser.map_or(0, |r| r.released)))
     }
 
     /// The shapes of the graph outputs; `None` for one that a run decides.

@@ -2,7 +2,7 @@
 //! shared by every plan of it: a plan for a new input shape finds the weights already packed.
 
 use crate::error::Result;
-use crate::ir::{DataType, Graph, ValueId};
+use crate::ir::{DataType, Graph, Node, Tensor, ValueId};
 use std::any::Any;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -96,6 +96,111 @@ pub fn pack_gemm_weights(graph: &mut Graph, cache: &WeightCache) -> Result<()> {
         value.constant = None;
     }
     Ok(())
+}
+
+/// The weights a plan owns while it is built, each dropped as soon as the last node that reads
+/// it has been built and none of them reads it at run time: a convolution's build prepares its
+/// filters (packed GEMM panels, Winograd transforms, in the weight cache), after which the
+/// weight as loaded is needed by no one (`Kernel::reads_input`).
+///
+/// Only for the one plan of a graph whose input shapes are all fixed (`Executable::new`):
+/// another plan would need the data to prepare its own form, since a convolution's filters
+/// take another form for another image size. A released weight keeps its shape
+/// (`ValueInfo::packed_only`) and the run hands its readers no tensor for it. Never released:
+/// graph outputs, weights that a step reads at run time or builds at run time (deferred),
+/// weights shared with a subgraph (or held elsewhere), and weights of types other than
+/// float32.
+///
+/// ResNet-50 held each convolution's filters twice, as loaded and as prepared: 94 MB of the
+/// 262 MB its load peaked at.
+pub(crate) struct Releaser {
+    /// Per value: its readers (node inputs) not yet built.
+    pending: Vec<u32>,
+    /// Per value: whether it must stay (not a graph weight, read at run time, a graph output).
+    kept: Vec<bool>,
+    /// Bytes released so far.
+    pub released: usize,
+}
+
+impl Releaser {
+    /// Counts the readers of every value of `graph`.
+    pub fn new(graph: &Graph) -> Releaser {
+        let mut pending = vec![0u32; graph.values.len()];
+        for id in graph.nodes.iter().flat_map(|n| n.inputs.iter().flatten()) {
+            pending[*id] += 1;
+        }
+        // Only the graph's weights (taken out by `take_weights`), not values folded from them:
+        // the run hands a step no tensor for a weight, but fails on a missing folded value.
+        let mut kept: Vec<bool> = (graph.values.iter())
+            .map(|v| v.packed_only.is_none())
+            .collect();
+        for &id in &graph.outputs {
+            kept[id] = true;
+        }
+        Releaser {
+            pending,
+            kept,
+            released: 0,
+        }
+    }
+
+    /// After `node` was built (or folded): `reads(i)` tells whether its step reads input `i`
+    /// at run time (true for every input of a deferred step, false for a folded node's).
+    /// Drops from `constants` the weights whose readers are all built and read none of them
+    /// at run time.
+    pub fn built(
+        &mut self,
+        node: &Node,
+        reads: impl Fn(usize) -> bool,
+        constants: &mut [Option<Arc<Tensor>>],
+    ) {
+        for (index, id) in node.inputs.iter().enumerate() {
+            let Some(id) = *id else { continue };
+            self.pending[id] -= 1;
+            self.kept[id] |= reads(index);
+            if self.pending[id] > 0 || self.kept[id] {
+                continue;
+            }
+            let Some(weight) = &constants[id] else {
+                continue;
+            };
+            // The plan's is the only reference: no subgraph or kernel holds it.
+            if weight.dtype() == DataType::F32 && Arc::strong_count(weight) == 1 {
+                self.released += weight.data.len() * size_of::<f32>();
+                constants[id] = None;
+            }
+        }
+    }
+}
+
+/// Moves the graph's weights out (into the table a plan built with a [`Releaser`] owns),
+/// leaving their shapes (`ValueInfo::packed_only`) so that builds still see them as graph
+/// weights. [`restore_weights`] puts back what the plan kept.
+pub(crate) fn take_weights(graph: &mut Graph) -> Vec<Option<Arc<Tensor>>> {
+    (graph.values.iter_mut())
+        .map(|v| {
+            let weight = v.constant.take()?;
+            if v.packed_only.is_none() {
+                v.packed_only = Some(weight.shape.clone());
+            }
+            Some(weight)
+        })
+        .collect()
+}
+
+/// Gives the graph back the weights of `taken` that `constants` (the plan's) still holds;
+/// the others stay known by their shape only.
+pub(crate) fn restore_weights(
+    graph: &mut Graph,
+    taken: &[bool],
+    constants: &[Option<Arc<Tensor>>],
+) {
+    for ((value, taken), constant) in graph.values.iter_mut().zip(taken).zip(constants) {
+        if let (true, Some(weight)) = (taken, constant) {
+            value.constant = Some(weight.clone());
+            value.packed_only = None;
+        }
+    }
 }
 
 /// Per value: whether it is known without any graph input (a weight, or computed from weights

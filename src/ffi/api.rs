@@ -432,6 +432,7 @@ unsafe fn init_graph(
         // SAFETY: the caller gives `weightsCount` descriptors.
         let weights = unsafe { read_weights(weightsCount, weightDescriptors) }?;
         let g = Graph::compile(b, bytes, weights)?;
+        super::heap::return_freed_pages();
         let handle = GRAPHS.insert(Arc::new(g));
         // SAFETY: as above.
         unsafe { graph.write(handle) };

@@ -9,6 +9,7 @@
 pub mod api;
 pub mod ext;
 pub mod handles;
+pub mod heap;
 pub mod info;
 pub mod io;
 pub mod run;

@@ -81,6 +81,11 @@ impl Kernel for ConvKernel {
         true
     }
 
+    fn reads_input(&self, index: usize) -> bool {
+        // Prepared filters hold the weights and a copy of the bias.
+        !(matches!(self.weights, Weights::Packed(_)) && (index == 1 || index == 2))
+    }
+
     fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor]) -> Result<()> {
         let x = f32_of(inputs, 0)?;
         let out = f32_out(&mut outputs[0])?;

@@ -52,6 +52,11 @@ impl Kernel for ConvDepthwiseKernel {
         true
     }
 
+    fn reads_input(&self, index: usize) -> bool {
+        // The weights and biases (inputs 1–6) live in the prepared kernel.
+        index == 0 || index == 7
+    }
+
     fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor]) -> Result<()> {
         let x = f32_of(inputs, 0)?;
         let out = f32_out(&mut outputs[0])?;

@@ -157,6 +157,13 @@ pub trait Kernel: Send + Sync {
     fn forwards_input(&self) -> bool {
         false
     }
+
+    /// Whether [`Kernel::run`] reads input `index`. False for a weight the build prepared
+    /// (packed filters, copied biases): when no step reads a weight, the executable may drop
+    /// its data (`exec::weights::release_prepared`).
+    fn reads_input(&self, _index: usize) -> bool {
+        true
+    }
 }
 
 /// The definition of one supported operator.
