@@ -49,11 +49,13 @@ def kind(op):
 
 def conv_width(layer):
     """How many plain convolutions a layer of ours stands for: a `ConvDepthwise` two, or three
-    when it has a projection (a sixth input; absent inputs are listed as '-')."""
+    when it has a projection (a sixth input; absent inputs are listed as '-'), one fewer
+    without pointwise weights (its second input absent)."""
     if layer[1] != "ConvDepthwise":
         return 1
     inputs = re.findall(r"\[[^\]]*\]|-", str(layer[2]))
-    return 3 if len(inputs) > 5 and inputs[5] != "-" else 2
+    width = 3 if len(inputs) > 5 and inputs[5] != "-" else 2
+    return width - 1 if len(inputs) > 1 and inputs[1] == "-" else width
 
 
 def layers(events):

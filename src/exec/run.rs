@@ -289,7 +289,7 @@ fn run_steps(
                 Some((_, _, shape)) => Work::Forward(shape),
                 None => Work::Run(kernel, outs),
             };
-            run_kernel(env, step.node, ins, work)?;
+            run_kernel(env, (step.node, &step.inputs), ins, work)?;
         }
         if let Some((from, to, shape)) = forward {
             let Some(Value::Tensor(mut t)) = values[from].take() else {
@@ -386,14 +386,33 @@ enum Work<'k, 'o> {
     Forward(&'o [usize]),
 }
 
-/// Runs one step's kernel, timed and traced when profiling or tracing is on; a forwarded step
-/// is recorded too, so that profiles and traces name every step.
-fn run_kernel(env: &BuildEnv, node: usize, ins: &[Option<&Tensor>], work: Work) -> Result<()> {
+/// The shape of each of a step's inputs (`ids`, handed to its kernel as `ins`) as profiles and
+/// traces show it: `None` for an omitted input; a weight held only prepared has its shape.
+fn input_shapes<'a>(
+    env: &'a BuildEnv,
+    ids: &'a [Option<ValueId>],
+    ins: &'a [Option<&'a Tensor>],
+) -> impl Iterator<Item = Option<&'a [usize]>> + 'a {
+    ins.iter().zip(ids).map(|(t, id)| match (t, id) {
+        (Some(t), _) => Some(t.shape.as_slice()),
+        (None, Some(id)) => env.graph.values[*id].packed_only.as_deref(),
+        (None, None) => None,
+    })
+}
+
+/// Runs one step's kernel (graph node `node`, input values `ids`), timed and traced when
+/// profiling or tracing is on; a forwarded step is recorded too, so that profiles and traces
+/// name every step.
+fn run_kernel(
+    env: &BuildEnv,
+    (node, ids): (usize, &[Option<ValueId>]),
+    ins: &[Option<&Tensor>],
+    work: Work,
+) -> Result<()> {
     let profiling = super::profile::enabled();
     let traced = crate::trace::span("op", &env.graph.nodes[node].op_type).map(|sp| {
-        let shapes: Vec<String> = ins
-            .iter()
-            .map(|t| t.map_or("-".to_string(), |t| format!("{:?}", t.shape)))
+        let shapes: Vec<String> = input_shapes(env, ids, ins)
+            .map(|s| s.map_or("-".to_string(), |s| format!("{s:?}")))
             .collect();
         sp.arg("node", env.graph.nodes[node].name.clone())
             .arg("inputs", shapes.join(" "))
@@ -416,10 +435,9 @@ fn run_kernel(env: &BuildEnv, node: usize, ins: &[Option<&Tensor>], work: Work) 
     if profiling {
         let op = &env.graph.nodes[node].op_type;
         if super::profile::by_shape() {
-            let shapes: Vec<String> = ins
-                .iter()
+            let shapes: Vec<String> = input_shapes(env, ids, ins)
                 .flatten()
-                .map(|t| format!("{:?}", t.shape))
+                .map(|s| format!("{s:?}"))
                 .collect();
             let out = outs.first().map(|s| format!("{s:?}"));
             let key = format!("{op} {} -> {}", shapes.join(" "), out.unwrap_or_default());

@@ -5,7 +5,9 @@
 //! with inputs `X, W1, B1, W2, B2` (the biases optional, the weights constant) and the
 //! depthwise convolution's attributes. With the optional inputs `W3, B3, Z` it also runs the
 //! 1×1 convolution that reads the depthwise output (a MobileNetV2 block's projection) and the
-//! residual added to it: `Y = projection_act(Conv1x1(…, W3, B3) + Z)`, in the same bands.
+//! residual added to it: `Y = projection_act(Conv1x1(…, W3, B3) + Z)`, in the same bands. With
+//! the projection, `W1` and `B1` may be omitted: the depthwise convolution then reads `X`
+//! itself (a block without expansion, MobileNetV2's first).
 
 use super::conv::Residual;
 use super::spatial::window;
@@ -82,14 +84,23 @@ impl Kernel for ConvDepthwiseKernel {
 fn build(ctx: &BuildCtx) -> Result<Built> {
     ctx.arity(4, 8, 1, 1)?;
     let x = ctx.float_input(0)?;
-    let (w1, w2) = (ctx.float_input(1)?, ctx.float_input(3)?);
+    let w2 = ctx.float_input(3)?;
+    let expand = ctx.opt_input(1).is_some();
     let &[n, cin, h, w] = x.shape else {
         return Err(ctx.err(
             Status::UnsupportedShape,
             format!("input of shape {:?}: only images (N, C, H, W)", x.shape),
         ));
     };
-    let mid = w1.shape.first().copied().unwrap_or(0);
+    let w1_shape = match expand {
+        true => ctx.float_input(1)?.shape,
+        false => &[][..],
+    };
+    let mid = if expand {
+        w1_shape.first().copied().unwrap_or(0)
+    } else {
+        cin
+    };
     let &[_, 1, kh, kw] = w2.shape else {
         return Err(ctx.err(
             Status::InvalidModel,
@@ -97,14 +108,20 @@ fn build(ctx: &BuildCtx) -> Result<Built> {
         ));
     };
     let group = ctx.attr_int("group", 1)?;
-    if w1.shape != [mid, cin, 1, 1] || w2.shape[0] != mid || group != mid as i64 {
+    if (expand && w1_shape != [mid, cin, 1, 1]) || w2.shape[0] != mid || group != mid as i64 {
         return Err(ctx.err(
             Status::InvalidModel,
             format!(
-                "weights {:?} and {:?} with group {group} are not a 1×1 convolution of the \
-                 input {:?} and a depthwise one of its output",
-                w1.shape, w2.shape, x.shape
+                "weights {w1_shape:?} and {:?} with group {group} are not a 1×1 convolution of \
+                 the input {:?} and a depthwise one of its output",
+                w2.shape, x.shape
             ),
+        ));
+    }
+    if !expand && (ctx.opt_input(2).is_some() || ctx.opt_input(5).is_none()) {
+        return Err(ctx.err(
+            Status::InvalidModel,
+            "without pointwise weights, a pointwise bias and no projection".to_string(),
         ));
     }
     if let Some(ks) = ctx.attr_ints("kernel_shape")? {
@@ -137,7 +154,6 @@ fn build(ctx: &BuildCtx) -> Result<Built> {
             }
         }
     };
-    let (w1c, b1) = (constant(1)?.unwrap_or_default(), constant(2)?);
     let (w2c, b2) = (constant(3)?.unwrap_or_default(), constant(4)?);
     // The intermediate is never a tensor of the plan, whose size the planner would check; the
     // kernel's scratch holds it whole where it does not band.
@@ -158,10 +174,15 @@ fn build(ctx: &BuildCtx) -> Result<Built> {
         })?;
         Conv2d::with_filters(isa, p, filters, b).map_err(invalid)
     };
-    let pw = conv(1, pointwise, w1c, b1)?;
     let dw = conv(3, depthwise, w2c, b2)?;
-    let pointwise_act = fused_activation_named(ctx, "pointwise_activation")?;
-    let mut fused = PointwiseDepthwise::new(pw, w1c, pointwise_act, dw).map_err(invalid)?;
+    let mut fused = if expand {
+        let (w1c, b1) = (constant(1)?.unwrap_or_default(), constant(2)?);
+        let pw = conv(1, pointwise, w1c, b1)?;
+        let pointwise_act = fused_activation_named(ctx, "pointwise_activation")?;
+        PointwiseDepthwise::new(pw, w1c, pointwise_act, dw).map_err(invalid)?
+    } else {
+        PointwiseDepthwise::depthwise_only(dw).map_err(invalid)?
+    };
     let mut out_shape = vec![n, mid, win.out[0], win.out[1]];
     let mut projection = None;
     if ctx.opt_input(5).is_some() {

@@ -60,13 +60,20 @@ pub(super) fn fuse_pointwise_depthwise(g: &mut Graph) {
     drop_removed(g, &removed);
 }
 
-/// Fuses every 1×1 convolution that alone reads a `ConvDepthwise` output into it.
+/// Fuses every 1×1 convolution that alone reads a `ConvDepthwise` output into it, and one that
+/// alone reads a depthwise convolution's output (a block without expansion) into a
+/// `ConvDepthwise` without pointwise weights.
 pub(super) fn fuse_projections(g: &mut Graph) {
     let consumers = sole_consumers(g);
     let mut absorbed = Vec::new();
     for d in 0..g.nodes.len() {
         let n = &g.nodes[d];
-        if !is_internal(n, "ConvDepthwise") || n.inputs.len() > 5 {
+        let pair = is_internal(n, "ConvDepthwise") && n.inputs.len() <= 5;
+        let alone = n.inputs.first().copied().flatten().is_some_and(|x| {
+            let channels = constant_f32(g, n.inputs.get(1).copied().flatten());
+            channels.is_some_and(|(w, _)| is_depthwise_over(g, n, x, w[0]))
+        });
+        if !pair && !alone {
             continue;
         }
         let Some(Some(between)) = n.outputs.first().copied() else {
@@ -85,8 +92,15 @@ pub(super) fn fuse_projections(g: &mut Graph) {
         if !absorb_declared(g, &[between], out) {
             continue;
         }
-        let (pair, proj) = (&g.nodes[d], &g.nodes[q]);
-        let mut fused = pair.clone();
+        let (first, proj) = (&g.nodes[d], &g.nodes[q]);
+        let mut fused = first.clone();
+        if alone {
+            // X, no pointwise weights or bias, then the depthwise weights and bias.
+            let input = |k: usize| first.inputs.get(k).copied().flatten();
+            fused.inputs = vec![input(0), None, None, input(1), input(2)];
+            fused.op_type = "ConvDepthwise".into();
+            fused.domain = ops::INTERNAL_DOMAIN.into();
+        }
         fused.inputs.resize(5, None);
         fused
             .inputs
@@ -291,6 +305,43 @@ mod tests {
                     "{residual} [{i}] {a} vs {b}"
                 );
             }
+        }
+    }
+
+    /// A block without expansion (a depthwise convolution with Relu6, then the projection)
+    /// becomes one `ConvDepthwise` without pointwise weights, and computes what the two
+    /// convolutions compute apart; a depthwise convolution whose output something else reads
+    /// too stays apart.
+    #[test]
+    fn a_projection_joins_a_depthwise_convolution_alone() {
+        let consts = [
+            weights("w2", "6, 1, 3, 3", 54, 0.07, (29, 17)),
+            weights("b2", "6", 6, 0.02, (29, 17)),
+            weights("w3", "5, 6, 1, 1", 30, 0.09, (29, 17)),
+        ]
+        .join(", ");
+        let body = |extra_out: &str| {
+            format!(
+                "{HEADER}\nagraph (float[1, 6, 10, 7] x) => (float[1, 5, 5, 4] y{extra_out}) \
+                 <{consts}, float lo = {{0.0}}, float hi = {{6.0}}>\n{{\n\
+                 d = Conv <group = 6, pads = [1, 1, 1, 1], strides = [2, 2]> (x, w2, b2)\n\
+                 r = Clip(d, lo, hi)\n y = Conv(r, w3)\n}}"
+            )
+        };
+        let x: Vec<f32> = (0..420)
+            .map(|i| ((i * 13 % 23) as f32 - 11.0) * 0.3)
+            .collect();
+        let one = body("");
+        assert_eq!(ops(&fused(&one)), ["ConvDepthwise"]);
+        let apart = body(", float[1, 6, 5, 4] r");
+        assert_eq!(ops(&fused(&apart)), ["FusedConv", "Conv"]);
+        let (got, want) = (
+            run_text(&one, vec![1, 6, 10, 7], &x),
+            run_text(&apart, vec![1, 6, 10, 7], &x),
+        );
+        assert_eq!(got.len(), want.len());
+        for (i, (a, b)) in got.iter().zip(want).enumerate() {
+            assert!((a - b).abs() <= 1e-5 * (1.0 + b.abs()), "[{i}] {a} vs {b}");
         }
     }
 }

@@ -37,11 +37,9 @@ const CHANNEL_UNIT: usize = 8;
 /// the module documentation).
 #[derive(Clone, Debug)]
 pub struct PointwiseDepthwise {
-    pointwise: Conv2d,
-    pointwise_act: Activation,
-    /// The pointwise weights `[mid_channels, in_channels]`, row-major: the band GEMMs read row
-    /// ranges of them.
-    pointwise_weights: Vec<f32>,
+    /// The 1×1 convolution before the depthwise one; `None` where the depthwise convolution
+    /// reads the input itself ([`PointwiseDepthwise::depthwise_only`]).
+    pointwise: Option<Pointwise>,
     depthwise: Conv2d,
     /// The 1×1 convolution over the depthwise output, when the block's projection runs in the
     /// same bands ([`PointwiseDepthwise::with_projection`]).
@@ -49,6 +47,16 @@ pub struct PointwiseDepthwise {
     /// [`BAND_BYTES`] and [`BANDED_MIN_BYTES`] (smaller in tests, to cover many bands on small
     /// images).
     band_bytes: (usize, usize),
+}
+
+/// The expansion of a [`PointwiseDepthwise`].
+#[derive(Clone, Debug)]
+struct Pointwise {
+    conv: Conv2d,
+    act: Activation,
+    /// The weights `[mid_channels, in_channels]`, row-major: the band GEMMs read row ranges
+    /// of them.
+    weights: Vec<f32>,
 }
 
 /// Where the depthwise output of a band goes.
@@ -97,13 +105,42 @@ impl PointwiseDepthwise {
             )));
         }
         Ok(PointwiseDepthwise {
-            pointwise,
-            pointwise_act,
-            pointwise_weights: pointwise_weights.to_vec(),
+            pointwise: Some(Pointwise {
+                conv: pointwise,
+                act: pointwise_act,
+                weights: pointwise_weights.to_vec(),
+            }),
             depthwise,
             projection: None,
             band_bytes: (BAND_BYTES, BANDED_MIN_BYTES),
         })
+    }
+
+    /// The depthwise convolution alone, reading its input in place: with
+    /// [`PointwiseDepthwise::with_projection`], a MobileNetV2 block without expansion (its
+    /// first), whose depthwise rows the projection reads band by band.
+    pub fn depthwise_only(depthwise: Conv2d) -> Result<Self, KernelError> {
+        if !depthwise.p.is_depthwise() {
+            return Err(KernelError::new(format!(
+                "pointwise-depthwise: {:?} is not a depthwise convolution",
+                depthwise.p
+            )));
+        }
+        Ok(PointwiseDepthwise {
+            pointwise: None,
+            depthwise,
+            projection: None,
+            band_bytes: (BAND_BYTES, BANDED_MIN_BYTES),
+        })
+    }
+
+    /// Floats of the input: the pointwise convolution's, or the depthwise one's without it.
+    fn input_len(&self) -> usize {
+        let p = self
+            .pointwise
+            .as_ref()
+            .map_or(&self.depthwise.p, |pw| &pw.conv.p);
+        p.input_len()
     }
 
     /// The same pair followed by `projection`, a 1×1 convolution (stride 1, no padding, one
@@ -136,10 +173,10 @@ impl PointwiseDepthwise {
     /// Runs both convolutions: `output = act(depthwise(act₁(pointwise(input))))`, `input` of the
     /// pointwise convolution's input length, `output` of the depthwise one's output length.
     pub fn run(&self, input: &[f32], output: &mut [f32], act: Activation) {
-        let (p1, p2) = (&self.pointwise.p, &self.depthwise.p);
+        let p2 = &self.depthwise.p;
         assert_eq!(
             input.len(),
-            p1.input_len(),
+            self.input_len(),
             "pointwise-depthwise: input length"
         );
         assert_eq!(
@@ -150,15 +187,19 @@ impl PointwiseDepthwise {
         if output.is_empty() {
             return;
         }
-        if !self.banded(act) {
-            scratch::with_f32(p1.output_len(), |mid| {
-                self.pointwise.run(input, mid, self.pointwise_act);
-                self.depthwise.run(mid, output, act);
-            });
+        // Without a pointwise convolution, bands would only cut the depthwise one in pieces.
+        if self.pointwise.is_none() || !self.banded(act) {
+            match &self.pointwise {
+                Some(pw) => scratch::with_f32(pw.conv.p.output_len(), |mid| {
+                    pw.conv.run(input, mid, pw.act);
+                    self.depthwise.run(mid, output, act);
+                }),
+                None => self.depthwise.run(input, output, act),
+            }
             return;
         }
         let mid_c = p2.in_channels;
-        let (in_len, out_len) = (p1.in_channels * p1.in_h * p1.in_w, p2.out_h() * p2.out_w());
+        let (in_len, out_len) = (self.input_len() / p2.batch, p2.out_h() * p2.out_w());
         let threads = rayon::current_num_threads();
         let units = mid_c.div_ceil(CHANNEL_UNIT);
         let parts = threads.min(units).max(1);
@@ -196,10 +237,10 @@ impl PointwiseDepthwise {
         (act, proj_act): (Activation, Activation),
     ) {
         let proj = (self.projection.as_ref()).expect("pointwise-depthwise: no projection");
-        let (p1, p2, p3) = (&self.pointwise.p, &self.depthwise.p, &proj.p);
+        let (p2, p3) = (&self.depthwise.p, &proj.p);
         assert_eq!(
             input.len(),
-            p1.input_len(),
+            self.input_len(),
             "pointwise-depthwise: input length"
         );
         assert_eq!(
@@ -221,7 +262,7 @@ impl PointwiseDepthwise {
             });
             return;
         }
-        let (in_len, out_len) = (p1.input_len() / p1.batch, p3.output_len() / p3.batch);
+        let (in_len, out_len) = (self.input_len() / p2.batch, p3.output_len() / p3.batch);
         for (i, (x, out)) in input
             .chunks_exact(in_len)
             .zip(output.chunks_exact_mut(out_len))
@@ -245,10 +286,18 @@ impl PointwiseDepthwise {
     /// blocks at 28² and 14² (intermediates of 0.3–0.6 MB) ran slower banded (in the model at 1
     /// thread, 576 channels at 14² 0.91–0.97 → 1.14–1.17 ms, 384 at 14² 0.65–0.70 → 0.84).
     fn banded(&self, act: Activation) -> bool {
-        let (p1, p2) = (&self.pointwise.p, &self.depthwise.p);
-        let mid_bytes = p2.in_channels * p2.in_h * p2.in_w * size_of::<f32>();
-        mid_bytes >= self.band_bytes.1
-            && p1.in_channels > 0
+        let p2 = &self.depthwise.p;
+        // The tensor the bands keep in L2: the pointwise output, or without it the depthwise
+        // output, which the projection reads.
+        let mid = match &self.pointwise {
+            Some(_) => p2.in_channels * p2.in_h * p2.in_w,
+            None => p2.output_len() / p2.batch,
+        };
+        mid * size_of::<f32>() >= self.band_bytes.1
+            && self
+                .pointwise
+                .as_ref()
+                .is_none_or(|pw| pw.conv.p.in_channels > 0)
             && (act == Activation::None || act.clamp_bounds().is_some())
             && depthwise::plane_geometry(p2).is_some_and(|g| g.has_kernel(self.depthwise.isa))
     }
@@ -262,9 +311,9 @@ impl PointwiseDepthwise {
         act: Activation,
         mut target: Target,
     ) {
-        let (p1, p2) = (&self.pointwise.p, &self.depthwise.p);
+        let p2 = &self.depthwise.p;
         let isa = self.depthwise.isa;
-        let (h, w, cin, ch) = (p2.in_h, p2.in_w, p1.in_channels, c1 - c0);
+        let (h, w, ch) = (p2.in_h, p2.in_w, c1 - c0);
         let (oh, ow, s) = (p2.out_h(), p2.out_w(), p2.stride_h);
         let reach = (p2.kernel_h - 1) * p2.dilation_h + 1;
         // Projecting, the band's depthwise rows take a second buffer (in L2 beside the first:
@@ -280,16 +329,16 @@ impl PointwiseDepthwise {
         let khw = p2.kernel_h * p2.kernel_w;
         let filters = &filters[c0 * khw..c1 * khw];
         let bias_dw = self.depthwise.bias.as_ref().map(|b| &b[c0..c1]);
-        let ep = Epilogue {
-            bias: (self.pointwise.bias.as_ref()).map_or(Bias::None, |b| Bias::PerRow(&b[c0..c1])),
-            residual: None,
-            activation: self.pointwise_act,
-        };
-        let a = MatRef::row_major(&self.pointwise_weights[c0 * cin..c1 * cin], ch, cin);
         let mut base = depthwise::plane_geometry(p2).expect("checked by run");
-        base.plane_len = (cap * w, oh * ow);
+        // The depthwise kernel reads a band's input rows from the buffer the pointwise GEMM
+        // fills, or without a pointwise convolution from the input's planes themselves.
+        let (buf_len, in_plane) = match &self.pointwise {
+            Some(_) => (ch * cap * w, cap * w),
+            None => (0, h * w),
+        };
+        base.plane_len = (in_plane, oh * ow);
         let band_len = if projecting { ch * rows * ow } else { 0 };
-        scratch::with_f32(ch * cap * w, |buf| {
+        scratch::with_f32(buf_len, |buf| {
             scratch::with_f32(band_len, |band| {
                 // The input rows `held.0..held.1` are in rows `0..` of the buffer's planes.
                 let mut held = (0, 0);
@@ -298,32 +347,16 @@ impl PointwiseDepthwise {
                     // The input rows the band's windows read: `lo..hi`, inside the image.
                     let hi = ((oy1 - 1) * s + reach).saturating_sub(p2.pad_top).min(h);
                     let lo = (oy0 * s).saturating_sub(p2.pad_top).min(hi);
-                    let keep = if (held.0..held.1).contains(&lo) {
-                        held.1 - lo
-                    } else {
-                        0
-                    };
-                    if keep > 0 && lo > held.0 {
-                        let from = (lo - held.0) * w;
-                        for plane in buf.chunks_exact_mut(cap * w) {
-                            plane.copy_within(from..from + keep * w, 0);
+                    let source: &[f32] = match &self.pointwise {
+                        Some(pw) => {
+                            pw.rows_into(buf, (cap, held), (lo, hi), x, (c0, c1));
+                            held = (lo, hi);
+                            buf
                         }
-                    }
-                    let first = lo + keep;
-                    if hi > first {
-                        let b = MatRef {
-                            data: &x[first * w..],
-                            rows: cin,
-                            cols: (hi - first) * w,
-                            row_stride: h * w,
-                            col_stride: 1,
-                        };
-                        let c = &mut buf[keep * w..];
-                        gemm::sgemm_with(isa, false, 1.0, a, b, 0.0, c, cap * w, &ep);
-                    }
-                    held = (lo, hi);
+                        None => &x[c0 * h * w + lo * w..],
+                    };
                     // Output row `oy0 + r` reads input row `(oy0 + r)·s + ky·d − pad_top`, which
-                    // is row `r·s + ky·d − (pad_top + lo − oy0·s)` of the buffer (the subtraction
+                    // is row `r·s + ky·d − (pad_top + lo − oy0·s)` of the source (the subtraction
                     // cannot go below zero while the band reads any row).
                     let mut g = base;
                     g.in_hw.0 = hi - lo;
@@ -340,7 +373,7 @@ impl PointwiseDepthwise {
                         isa,
                         &g,
                         ch,
-                        buf,
+                        source,
                         filters,
                         bias_dw,
                         act.clamp_bounds(),
@@ -371,6 +404,52 @@ impl PointwiseDepthwise {
                 }
             })
         });
+    }
+}
+
+impl Pointwise {
+    /// Makes the buffer's planes (`cap` rows each, of pointwise output channels `c0..c1`)
+    /// hold input rows `lo..hi` of the image `x`, the buffer holding rows `held` before: the
+    /// rows both share move to the top, the others are computed by the pointwise GEMM.
+    fn rows_into(
+        &self,
+        buf: &mut [f32],
+        (cap, held): (usize, (usize, usize)),
+        (lo, hi): (usize, usize),
+        x: &[f32],
+        (c0, c1): (usize, usize),
+    ) {
+        let p1 = &self.conv.p;
+        let (h, w, cin, ch) = (p1.in_h, p1.in_w, p1.in_channels, c1 - c0);
+        let keep = if (held.0..held.1).contains(&lo) {
+            held.1 - lo
+        } else {
+            0
+        };
+        if keep > 0 && lo > held.0 {
+            let from = (lo - held.0) * w;
+            for plane in buf.chunks_exact_mut(cap * w) {
+                plane.copy_within(from..from + keep * w, 0);
+            }
+        }
+        let first = lo + keep;
+        if hi > first {
+            let ep = Epilogue {
+                bias: (self.conv.bias.as_ref()).map_or(Bias::None, |b| Bias::PerRow(&b[c0..c1])),
+                residual: None,
+                activation: self.act,
+            };
+            let a = MatRef::row_major(&self.weights[c0 * cin..c1 * cin], ch, cin);
+            let b = MatRef {
+                data: &x[first * w..],
+                rows: cin,
+                cols: (hi - first) * w,
+                row_stride: h * w,
+                col_stride: 1,
+            };
+            let c = &mut buf[keep * w..];
+            gemm::sgemm_with(self.conv.isa, false, 1.0, a, b, 0.0, c, cap * w, &ep);
+        }
     }
 }
 
@@ -517,7 +596,8 @@ mod tests {
 
     /// The pair with its projection (a residual or none, an activation or none) against the
     /// reference convolutions, banded into bands of a few rows and in one band, on 1 thread
-    /// (bands) and 3 (the pair, then the projection), on every ISA the CPU has.
+    /// (bands) and 3 (the pair, then the projection), on every ISA the CPU has; and the
+    /// depthwise convolution alone with the projection, on the pointwise output.
     #[test]
     fn projected_bands_match_the_three_convolutions() {
         let mut rng = Rng::new(13);
@@ -539,11 +619,18 @@ mod tests {
                 let (w2, b2) = (rng.vec(p2.weights_len()), rng.vec(mid));
                 let (w3, b3) = (rng.vec(p3.weights_len()), rng.vec(cout));
                 let z = rng.vec(p3.output_len());
-                let pair = reference_pair(&p1, &p2, &x, (&w1, &b1), (&w2, &b2), (relu6, relu6));
+                let mut expanded = vec![0.0; p1.output_len()];
+                reference::conv2d_ref(&p1, &x, &w1, Some(&b1), relu6, &mut expanded);
+                let mut pair = vec![0.0; p2.output_len()];
+                reference::conv2d_ref(&p2, &expanded, &w2, Some(&b2), relu6, &mut pair);
                 let pw = Conv2d::with_isa(isa, p1, &w1, Some(&b1)).unwrap();
                 let dw = Conv2d::with_isa(isa, p2, &w2, Some(&b2)).unwrap();
                 let proj = Conv2d::with_isa(isa, p3, &w3, Some(&b3)).unwrap();
-                let fused = PointwiseDepthwise::new(pw, &w1, relu6, dw)
+                let fused = PointwiseDepthwise::new(pw, &w1, relu6, dw.clone())
+                    .unwrap()
+                    .with_projection(proj.clone())
+                    .unwrap();
+                let alone = PointwiseDepthwise::depthwise_only(dw)
                     .unwrap()
                     .with_projection(proj)
                     .unwrap();
@@ -562,8 +649,14 @@ mod tests {
                         );
                     }
                     let row = mid * w * 4;
-                    for band in [row * 6, usize::MAX / 2] {
-                        let kernel = fused.clone().with_band_bytes(band, 0);
+                    let kernels = [(&fused, &x), (&alone, &expanded)];
+                    for ((kernel, x), band) in iproduct(kernels, [row * 6, usize::MAX / 2]) {
+                        let kernel = kernel.clone().with_band_bytes(band, 0);
+                        let first = if kernel.pointwise.is_some() {
+                            "pair"
+                        } else {
+                            "alone"
+                        };
                         for threads in [1, 3] {
                             let pool = rayon::ThreadPoolBuilder::new()
                                 .num_threads(threads)
@@ -571,13 +664,13 @@ mod tests {
                                 .unwrap();
                             let mut got = vec![f32::NAN; p3.output_len()];
                             pool.install(|| {
-                                kernel.run_projected(&x, residual, &mut got, (relu6, proj_act))
+                                kernel.run_projected(x, residual, &mut got, (relu6, proj_act))
                             });
                             for (j, (&g, &e)) in got.iter().zip(&want).enumerate() {
                                 assert!(
                                     (g - e).abs() <= 1e-4 * (1.0 + e.abs()),
-                                    "{isa:?} case {i} band {band} t{threads} residual {} [{j}]: \
-                                     {g} vs {e}",
+                                    "{isa:?} {first} case {i} band {band} t{threads} residual {} \
+                                     [{j}]: {g} vs {e}",
                                     residual.is_some()
                                 );
                             }
@@ -620,5 +713,13 @@ mod tests {
             make(dw).unwrap(),
         );
         assert!(short.is_err());
+        assert!(PointwiseDepthwise::depthwise_only(make(dw).unwrap()).is_ok());
+        assert!(PointwiseDepthwise::depthwise_only(make(dense).unwrap()).is_err());
+    }
+
+    /// Every pair of an item of `a` and one of `b`, `a` outermost.
+    fn iproduct<A: Copy, B: Copy>(a: [A; 2], b: [B; 2]) -> impl Iterator<Item = (A, B)> {
+        a.into_iter()
+            .flat_map(move |x| b.into_iter().map(move |y| (x, y)))
     }
 }
