@@ -32,6 +32,11 @@ const BANDED_MIN_BYTES: usize = 1 << 20;
 /// Channels per unit of the split between threads (the AVX-512 micro-kernel's rows).
 const CHANNEL_UNIT: usize = 8;
 
+/// Output rows each thread takes at least when a projected block splits its rows between the
+/// threads: each part computes the pointwise rows its windows share with the next part's
+/// again, (reach − stride) rows.
+const PART_MIN_ROWS: usize = 16;
+
 /// `Y = act(depthwise(act₁(pointwise(X))))` for a 1×1 convolution with stride 1 and no padding
 /// followed by a depthwise convolution of its output, computed in bands of output rows (see
 /// the module documentation).
@@ -65,11 +70,14 @@ enum Target<'a> {
     Planes(&'a mut [f32]),
     /// Into a buffer of the band's rows, which the projection (all channels) then reads:
     /// `output = act(projection(band) + bias + residual)`, the band's rows of every output
-    /// plane.
+    /// plane. `output` holds output rows from `first_row` on, each plane `out_ld` floats
+    /// after the one before; `residual` is the image's, in the output's layout.
     Project {
         conv: &'a Conv2d,
         residual: Option<&'a [f32]>,
         output: &'a mut [f32],
+        out_ld: usize,
+        first_row: usize,
         act: Activation,
     },
 }
@@ -210,7 +218,8 @@ impl PointwiseDepthwise {
         {
             let part = |(i, o): (usize, &mut [f32])| {
                 let c0 = i * part_c;
-                self.run_channels(x, (c0, c0 + o.len() / out_len), act, Target::Planes(o));
+                let channels = (c0, c0 + o.len() / out_len);
+                self.run_channels(x, channels, (0, p2.out_h()), act, Target::Planes(o));
             };
             if parts > 1 {
                 out.par_chunks_mut(part_c * out_len)
@@ -224,11 +233,13 @@ impl PointwiseDepthwise {
 
     /// Runs the pair and the projection ([`PointwiseDepthwise::with_projection`]):
     /// `output = proj_act(projection(act(depthwise(act₁(pointwise(input))))) + residual)`,
-    /// `residual` (when given) of the output's length and layout. On one thread, band by
-    /// band: the projection reads each band's depthwise rows from L2, and the depthwise output
-    /// (the block's widest tensor) is never written out whole. With more threads (where the
-    /// pair splits its channels between them, and the projection needs them all), the pair
-    /// runs into a scratch buffer and the projection after it.
+    /// `residual` (when given) of the output's length and layout. Band by band: the projection
+    /// reads each band's depthwise rows from L2, and the depthwise output (the block's widest
+    /// tensor) is never written out whole. With more threads, each takes a range of the output
+    /// rows (at least [`PART_MIN_ROWS`]) and writes its rows of every output plane to a
+    /// scratch buffer of its own, from which they are copied to the output; where the rows are
+    /// too few for that, the pair runs into a scratch buffer (its threads splitting the
+    /// channels) and the projection after it.
     pub fn run_projected(
         &self,
         input: &[f32],
@@ -255,7 +266,9 @@ impl PointwiseDepthwise {
         if output.is_empty() {
             return;
         }
-        if !self.banded(act) || rayon::current_num_threads() > 1 {
+        let (oh, plane) = (p2.out_h(), p2.out_h() * p2.out_w());
+        let parts = rayon::current_num_threads();
+        if !self.banded(act) || (parts > 1 && oh < parts * PART_MIN_ROWS) {
             scratch::with_f32(p2.output_len(), |mid| {
                 self.run(input, mid, act);
                 proj.run_with_residual(mid, output, residual, proj_act);
@@ -263,19 +276,80 @@ impl PointwiseDepthwise {
             return;
         }
         let (in_len, out_len) = (self.input_len() / p2.batch, p3.output_len() / p3.batch);
+        let acts = (act, proj_act);
         for (i, (x, out)) in input
             .chunks_exact(in_len)
             .zip(output.chunks_exact_mut(out_len))
             .enumerate()
         {
-            let target = Target::Project {
-                conv: proj,
-                residual: residual.map(|z| &z[i * out_len..(i + 1) * out_len]),
-                output: out,
-                act: proj_act,
-            };
-            self.run_channels(x, (0, p2.in_channels), act, target);
+            let z = residual.map(|z| &z[i * out_len..(i + 1) * out_len]);
+            if parts == 1 {
+                self.project_rows(x, z, out, (0, oh), acts);
+                continue;
+            }
+            scratch::with_f32(out_len, |staged| {
+                self.project_parts(x, z, staged, (0, parts, parts), acts);
+                // Part `k`'s rows of plane `c` are `rows` rows from `c·rows·ow` in its buffer.
+                out.par_chunks_mut(plane).enumerate().for_each(|(c, dst)| {
+                    let ow = plane / oh;
+                    for k in 0..parts {
+                        let (r0, r1) = part_rows(k, parts, oh);
+                        let at = r0 * ow * p3.out_channels + c * (r1 - r0) * ow;
+                        dst[r0 * ow..r1 * ow].copy_from_slice(&staged[at..][..(r1 - r0) * ow]);
+                    }
+                });
+            });
         }
+    }
+
+    /// Parts `k0..k1` of `parts` (output row ranges, [`part_rows`]) of one image's projected
+    /// block, in parallel, each into its piece of `staged` (the part's rows of every output
+    /// plane, one plane's rows after another's).
+    fn project_parts(
+        &self,
+        x: &[f32],
+        residual: Option<&[f32]>,
+        staged: &mut [f32],
+        (k0, k1, parts): (usize, usize, usize),
+        acts: (Activation, Activation),
+    ) {
+        let p2 = &self.depthwise.p;
+        let (oh, ow) = (p2.out_h(), p2.out_w());
+        let cout = self.projection.as_ref().map_or(0, |p| p.p.out_channels);
+        if k1 - k0 == 1 {
+            let rows = part_rows(k0, parts, oh);
+            self.project_rows(x, residual, staged, rows, acts);
+            return;
+        }
+        let k = (k0 + k1) / 2;
+        let at = (part_rows(k, parts, oh).0 - part_rows(k0, parts, oh).0) * ow * cout;
+        let (left, right) = staged.split_at_mut(at);
+        rayon::join(
+            || self.project_parts(x, residual, left, (k0, k, parts), acts),
+            || self.project_parts(x, residual, right, (k, k1, parts), acts),
+        );
+    }
+
+    /// Output rows `r0..r1` of one image's projected block, band by band, into `output`: the
+    /// image's whole output when the range is, else the range's rows of every plane, one
+    /// plane's rows after another's.
+    fn project_rows(
+        &self,
+        x: &[f32],
+        residual: Option<&[f32]>,
+        output: &mut [f32],
+        (r0, r1): (usize, usize),
+        (act, proj_act): (Activation, Activation),
+    ) {
+        let target = Target::Project {
+            conv: self.projection.as_ref().expect("checked by run_projected"),
+            residual,
+            output,
+            out_ld: (r1 - r0) * self.depthwise.p.out_w(),
+            first_row: r0,
+            act: proj_act,
+        };
+        self.run_channels(x, (0, self.depthwise.p.in_channels), (r0, r1), act, target);
     }
 
     /// Whether the pair runs in bands (with the depthwise activation `act`): an intermediate
@@ -302,12 +376,13 @@ impl PointwiseDepthwise {
             && depthwise::plane_geometry(p2).is_some_and(|g| g.has_kernel(self.depthwise.isa))
     }
 
-    /// Depthwise output planes `c0..c1` of one image from its input `x`, band by band, into
-    /// `target`.
+    /// Output rows `r0..r1` of depthwise output planes `c0..c1` of one image from its input
+    /// `x`, band by band, into `target`.
     fn run_channels(
         &self,
         x: &[f32],
         (c0, c1): (usize, usize),
+        (r0, r1): (usize, usize),
         act: Activation,
         mut target: Target,
     ) {
@@ -320,7 +395,7 @@ impl PointwiseDepthwise {
         // halving the budget to fit both in 384 KiB made MobileNetV2's banded blocks 2–6%
         // slower at 1 thread).
         let projecting = matches!(target, Target::Project { .. });
-        let rows = band_rows(ch * w * size_of::<f32>(), self.band_bytes.0, reach, s).min(oh);
+        let rows = band_rows(ch * w * size_of::<f32>(), self.band_bytes.0, reach, s).min(r1 - r0);
         // The rows of a band's windows, at most: the buffer holds `cap` rows of each plane.
         let cap = ((rows - 1) * s + reach).min(h);
         let ConvFilters::Depthwise(filters) = &*self.depthwise.filters else {
@@ -342,8 +417,8 @@ impl PointwiseDepthwise {
             scratch::with_f32(band_len, |band| {
                 // The input rows `held.0..held.1` are in rows `0..` of the buffer's planes.
                 let mut held = (0, 0);
-                for oy0 in (0..oh).step_by(rows) {
-                    let oy1 = (oy0 + rows).min(oh);
+                for oy0 in (r0..r1).step_by(rows) {
+                    let oy1 = (oy0 + rows).min(r1);
                     // The input rows the band's windows read: `lo..hi`, inside the image.
                     let hi = ((oy1 - 1) * s + reach).saturating_sub(p2.pad_top).min(h);
                     let lo = (oy0 * s).saturating_sub(p2.pad_top).min(hi);
@@ -387,19 +462,15 @@ impl PointwiseDepthwise {
                         conv,
                         residual,
                         output,
+                        out_ld,
+                        first_row,
                         act,
                     } = &mut target
                     {
                         let cols = (oy1 - oy0) * ow;
-                        project(
-                            conv,
-                            &band[..ch * cols],
-                            cols,
-                            oy0 * ow,
-                            *residual,
-                            output,
-                            *act,
-                        );
+                        let c = &mut output[(oy0 - *first_row) * ow..];
+                        let z = residual.map(|z| &z[oy0 * ow..]);
+                        project(conv, &band[..ch * cols], cols, (c, *out_ld), z, *act);
                     }
                 }
             })
@@ -453,16 +524,15 @@ impl Pointwise {
     }
 }
 
-/// The projection of one band: `output[:, at..at + cols] = act(W · band + bias +
-/// residual[:, at..at + cols])` over every output plane (`oh·ow` floats apart), `band` holding
-/// the band's `cols` depthwise outputs of each input channel.
+/// The projection of one band: `output = act(W · band + bias + residual)` over every output
+/// plane (`ld` floats apart in `output`, the image's plane apart in `residual`), `band`
+/// holding the band's `cols` depthwise outputs of each input channel.
 fn project(
     conv: &Conv2d,
     band: &[f32],
     cols: usize,
-    at: usize,
+    (output, ld): (&mut [f32], usize),
     residual: Option<&[f32]>,
-    output: &mut [f32],
     act: Activation,
 ) {
     let p = &conv.p;
@@ -479,19 +549,23 @@ fn project(
     };
     let ep = Epilogue {
         bias: conv.bias.as_deref().map_or(Bias::None, Bias::PerRow),
-        residual: residual.map(|z| (&z[at..], plane)),
+        residual: residual.map(|z| (z, plane)),
         activation: act,
     };
-    gemm::sgemm_packed_a_with(
-        false,
-        1.0,
-        &weights[0],
-        b,
-        0.0,
-        &mut output[at..],
-        plane,
-        &ep,
-    );
+    gemm::sgemm_packed_a_with(false, 1.0, &weights[0], b, 0.0, output, ld, &ep);
+}
+
+/// Output rows `r0..r1` of part `k` of `parts` over `oh` rows: the boundaries on multiples of
+/// four rows (the depthwise plane kernels' step), the last part to the end.
+fn part_rows(k: usize, parts: usize, oh: usize) -> (usize, usize) {
+    let start = |k: usize| {
+        if k >= parts {
+            oh
+        } else {
+            k * oh / parts / 4 * 4
+        }
+    };
+    (start(k), start(k + 1))
 }
 
 /// Output rows per band: the most whose input window (`(rows − 1)·stride + reach` rows of
@@ -504,222 +578,4 @@ fn band_rows(row_bytes: usize, budget: usize, reach: usize, stride: usize) -> us
 }
 
 #[cfg(test)]
-mod tests {
-    use super::super::Conv2dParams;
-    use super::*;
-    use crate::kernels::cpu::{self, Isa};
-    use crate::kernels::reference::{self, Rng};
-
-    /// The pair computed by the reference convolution twice.
-    #[allow(clippy::too_many_arguments)]
-    fn reference_pair(
-        p1: &Conv2dParams,
-        p2: &Conv2dParams,
-        x: &[f32],
-        (w1, b1): (&[f32], &[f32]),
-        (w2, b2): (&[f32], &[f32]),
-        (act1, act2): (Activation, Activation),
-    ) -> Vec<f32> {
-        let mut mid = vec![0.0; p1.output_len()];
-        reference::conv2d_ref(p1, x, w1, Some(b1), act1, &mut mid);
-        let mut want = vec![0.0; p2.output_len()];
-        reference::conv2d_ref(p2, &mid, w2, Some(b2), act2, &mut want);
-        want
-    }
-
-    /// Random pairs (strides 1 and 2, 3×3 and 5×5, pads, odd sizes, channel counts off the
-    /// split unit, batches) on every ISA the CPU has, banded into bands of a few rows (the
-    /// buffer's sliding rows, the image's top and bottom edges), at 1 and 3 threads, against
-    /// the reference; and the unbanded path.
-    #[test]
-    fn bands_match_the_two_convolutions() {
-        let mut rng = Rng::new(11);
-        // (batch, in_c, mid_c, h, w, k, stride, pads [top, left, bottom, right])
-        let cases = [
-            (1, 3, 16, 17, 19, 3, 1, [1, 1, 1, 1]),
-            (1, 4, 20, 23, 21, 3, 2, [1, 1, 1, 1]),
-            (2, 5, 9, 14, 33, 3, 2, [0, 1, 1, 0]),
-            (1, 6, 24, 30, 12, 5, 1, [2, 2, 2, 2]),
-            (1, 2, 17, 9, 40, 5, 2, [2, 0, 3, 2]),
-            (1, 3, 8, 6, 6, 3, 1, [0, 0, 0, 0]),
-            (1, 3, 8, 5, 7, 3, 2, [4, 1, 4, 1]),
-            // No input channels: the intermediate is the pointwise biases.
-            (1, 0, 8, 6, 6, 3, 1, [1, 1, 1, 1]),
-        ];
-        let acts = [
-            (
-                Activation::Clip { min: 0.0, max: 6.0 },
-                Activation::Clip { min: 0.0, max: 6.0 },
-            ),
-            (Activation::Relu, Activation::None),
-            (Activation::Sigmoid, Activation::Relu),
-        ];
-        for isa in cpu::test_isas() {
-            for (i, &(n, cin, mid, h, w, k, s, pad)) in cases.iter().enumerate() {
-                let p1 = Conv2dParams::pointwise(n, cin, (h, w), mid);
-                let p2 = p1.depthwise_of_output((k, k), (s, s), pad, (1, 1));
-                let x = rng.vec(p1.input_len());
-                let (w1, b1) = (rng.vec(p1.weights_len()), rng.vec(mid));
-                let (w2, b2) = (rng.vec(p2.weights_len()), rng.vec(mid));
-                let (act1, act2) = acts[i % acts.len()];
-                let want = reference_pair(&p1, &p2, &x, (&w1, &b1), (&w2, &b2), (act1, act2));
-                let pw = Conv2d::with_isa(isa, p1, &w1, Some(&b1)).unwrap();
-                let dw = Conv2d::with_isa(isa, p2, &w2, Some(&b2)).unwrap();
-                let fused = PointwiseDepthwise::new(pw, &w1, act1, dw).unwrap();
-                // Bands of about two to six rows; then one band; then no bands.
-                let row = mid * w * 4;
-                for (band, min) in [
-                    (row * 3, 0),
-                    (row * 13, 0),
-                    (usize::MAX / 2, 0),
-                    (1, usize::MAX),
-                ] {
-                    let kernel = fused.clone().with_band_bytes(band, min);
-                    for threads in [1, 3] {
-                        let pool = rayon::ThreadPoolBuilder::new()
-                            .num_threads(threads)
-                            .build()
-                            .unwrap();
-                        let mut got = vec![f32::NAN; p2.output_len()];
-                        pool.install(|| kernel.run(&x, &mut got, act2));
-                        for (j, (&g, &e)) in got.iter().zip(&want).enumerate() {
-                            assert!(
-                                (g - e).abs() <= 1e-4 * (1.0 + e.abs()),
-                                "{isa:?} case {i} band {band} t{threads} [{j}]: {g} vs {e}"
-                            );
-                        }
-                    }
-                }
-            }
-        }
-    }
-
-    /// The pair with its projection (a residual or none, an activation or none) against the
-    /// reference convolutions, banded into bands of a few rows and in one band, on 1 thread
-    /// (bands) and 3 (the pair, then the projection), on every ISA the CPU has; and the
-    /// depthwise convolution alone with the projection, on the pointwise output.
-    #[test]
-    fn projected_bands_match_the_three_convolutions() {
-        let mut rng = Rng::new(13);
-        // (batch, in_c, mid_c, out_c, h, w, stride, pads)
-        let cases = [
-            (1, 3, 16, 5, 17, 19, 1, [1, 1, 1, 1]),
-            (2, 4, 20, 9, 23, 21, 2, [1, 1, 1, 1]),
-            (1, 6, 24, 33, 14, 30, 1, [1, 1, 1, 1]),
-            (1, 2, 17, 8, 9, 40, 2, [0, 1, 1, 0]),
-        ];
-        let relu6 = Activation::Clip { min: 0.0, max: 6.0 };
-        for isa in cpu::test_isas() {
-            for (i, &(n, cin, mid, cout, h, w, s, pad)) in cases.iter().enumerate() {
-                let p1 = Conv2dParams::pointwise(n, cin, (h, w), mid);
-                let p2 = p1.depthwise_of_output((3, 3), (s, s), pad, (1, 1));
-                let p3 = Conv2dParams::pointwise(n, mid, (p2.out_h(), p2.out_w()), cout);
-                let x = rng.vec(p1.input_len());
-                let (w1, b1) = (rng.vec(p1.weights_len()), rng.vec(mid));
-                let (w2, b2) = (rng.vec(p2.weights_len()), rng.vec(mid));
-                let (w3, b3) = (rng.vec(p3.weights_len()), rng.vec(cout));
-                let z = rng.vec(p3.output_len());
-                let mut expanded = vec![0.0; p1.output_len()];
-                reference::conv2d_ref(&p1, &x, &w1, Some(&b1), relu6, &mut expanded);
-                let mut pair = vec![0.0; p2.output_len()];
-                reference::conv2d_ref(&p2, &expanded, &w2, Some(&b2), relu6, &mut pair);
-                let pw = Conv2d::with_isa(isa, p1, &w1, Some(&b1)).unwrap();
-                let dw = Conv2d::with_isa(isa, p2, &w2, Some(&b2)).unwrap();
-                let proj = Conv2d::with_isa(isa, p3, &w3, Some(&b3)).unwrap();
-                let fused = PointwiseDepthwise::new(pw, &w1, relu6, dw.clone())
-                    .unwrap()
-                    .with_projection(proj.clone())
-                    .unwrap();
-                let alone = PointwiseDepthwise::depthwise_only(dw)
-                    .unwrap()
-                    .with_projection(proj)
-                    .unwrap();
-                let proj_act = if i % 2 == 0 {
-                    Activation::None
-                } else {
-                    Activation::Relu
-                };
-                for residual in [None, Some(&z[..])] {
-                    let mut want = vec![0.0; p3.output_len()];
-                    reference::conv2d_ref(&p3, &pair, &w3, Some(&b3), Activation::None, &mut want);
-                    for (j, v) in want.iter_mut().enumerate() {
-                        *v = reference::activation_ref(
-                            proj_act,
-                            *v + residual.map_or(0.0, |z| z[j]),
-                        );
-                    }
-                    let row = mid * w * 4;
-                    let kernels = [(&fused, &x), (&alone, &expanded)];
-                    for ((kernel, x), band) in iproduct(kernels, [row * 6, usize::MAX / 2]) {
-                        let kernel = kernel.clone().with_band_bytes(band, 0);
-                        let first = if kernel.pointwise.is_some() {
-                            "pair"
-                        } else {
-                            "alone"
-                        };
-                        for threads in [1, 3] {
-                            let pool = rayon::ThreadPoolBuilder::new()
-                                .num_threads(threads)
-                                .build()
-                                .unwrap();
-                            let mut got = vec![f32::NAN; p3.output_len()];
-                            pool.install(|| {
-                                kernel.run_projected(x, residual, &mut got, (relu6, proj_act))
-                            });
-                            for (j, (&g, &e)) in got.iter().zip(&want).enumerate() {
-                                assert!(
-                                    (g - e).abs() <= 1e-4 * (1.0 + e.abs()),
-                                    "{isa:?} {first} case {i} band {band} t{threads} residual {} \
-                                     [{j}]: {g} vs {e}",
-                                    residual.is_some()
-                                );
-                            }
-                        }
-                    }
-                }
-            }
-        }
-    }
-
-    /// Pairs that are not a 1×1 convolution then a depthwise one over its output are refused.
-    #[test]
-    fn refuses_what_is_not_a_pointwise_depthwise_pair() {
-        let isa = Isa::Portable;
-        let p1 = Conv2dParams::pointwise(1, 2, (5, 5), 4);
-        let dw = Conv2dParams {
-            in_channels: 4,
-            kernel_h: 3,
-            kernel_w: 3,
-            groups: 4,
-            ..p1
-        };
-        let make = |p: Conv2dParams| Conv2d::with_isa(isa, p, &vec![1.0; p.weights_len()], None);
-        let w1 = vec![1.0; 8];
-        let ok =
-            PointwiseDepthwise::new(make(p1).unwrap(), &w1, Activation::None, make(dw).unwrap());
-        assert!(ok.is_ok());
-        let strided = Conv2dParams { stride_h: 2, ..p1 };
-        let wider = Conv2dParams { in_w: 6, ..dw };
-        let dense = Conv2dParams { groups: 1, ..dw };
-        for (a, b) in [(strided, dw), (p1, wider), (p1, dense)] {
-            let r =
-                PointwiseDepthwise::new(make(a).unwrap(), &w1, Activation::None, make(b).unwrap());
-            assert!(r.is_err(), "{a:?} {b:?}");
-        }
-        let short = PointwiseDepthwise::new(
-            make(p1).unwrap(),
-            &w1[..7],
-            Activation::None,
-            make(dw).unwrap(),
-        );
-        assert!(short.is_err());
-        assert!(PointwiseDepthwise::depthwise_only(make(dw).unwrap()).is_ok());
-        assert!(PointwiseDepthwise::depthwise_only(make(dense).unwrap()).is_err());
-    }
-
-    /// Every pair of an item of `a` and one of `b`, `a` outermost.
-    fn iproduct<A: Copy, B: Copy>(a: [A; 2], b: [B; 2]) -> impl Iterator<Item = (A, B)> {
-        a.into_iter()
-            .flat_map(move |x| b.into_iter().map(move |y| (x, y)))
-    }
-}
+mod tests;
