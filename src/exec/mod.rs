@@ -49,6 +49,8 @@ pub struct Executable {
     float32_ok: Vec<bool>,
     /// What runs reuse (see [`RunScratch`]); a run takes it out for its duration.
     scratch: Mutex<RunScratch>,
+    /// Bytes of weights dropped once prepared ([`Executable::released_weight_bytes`]).
+    released: usize,
 }
 
 impl Executable {
@@ -80,6 +82,7 @@ impl Executable {
             weights: WeightCache::default(),
             float32_ok,
             scratch: Mutex::new(RunScratch::default()),
+            released: 0,
         })
     }
 
@@ -156,6 +159,7 @@ impl Executable {
             float32_ok,
             weights,
             scratch: Mutex::new(RunScratch::default()),
+            released: 0,
         };
         let fixed: Option<Vec<Vec<usize>>> = exe
             .inputs
@@ -292,7 +296,7 @@ impl Executable {
         if let Some(plan) = self.cached_plan(|k| k.as_slice() == shapes) {
             return Ok(plan);
         }
-        let plan = Arc::new(self.build_plan(shapes, None)?);
+        let plan = Arc::new(self.build_plan(shapes, None)?.0);
         let mut plans = self.plans.lock().unwrap_or_else(|p| p.into_inner());
         if plans.len() >= PLAN_CACHE {
             plans.remove(0);
@@ -315,21 +319,22 @@ impl Executable {
         let owned = weights::take_weights(&mut self.graph);
         let taken: Vec<bool> = owned.iter().map(Option::is_some).collect();
         let built = self.build_plan(&key, Some(owned));
-        if let Ok(plan) = &built {
+        if let Ok((plan, released)) = &built {
             weights::restore_weights(&mut self.graph, &taken, &plan.constants);
+            self.released = *released;
         }
-        let plan = Arc::new(built?);
+        let plan = Arc::new(built?.0);
         (self.plans.get_mut().unwrap_or_else(|p| p.into_inner())).push((key, plan));
         Ok(())
     }
 
     /// Builds a plan for `shapes` (owning the graph's weights `owned` when given, see
-    /// [`Plan::build`]), traced and logged.
+    /// [`Plan::build`]), traced and logged; with the bytes of weights it released.
     fn build_plan(
         &self,
         shapes: &[(DataType, Vec<usize>)],
         owned: Option<Vec<Option<Arc<Tensor>>>>,
-    ) -> Result<Plan> {
+    ) -> Result<(Plan, usize)> {
         let span = crate::trace::span("plan", "plan").map(|sp| {
             let text: Vec<String> = shapes.iter().map(|(_, s)| format!("{s:?}")).collect();
             sp.arg("input shapes", text.join(" "))
@@ -349,7 +354,13 @@ impl Executable {
             )
         });
         self.plans_built.fetch_add(1, Ordering::Relaxed);
-        Ok(plan)
+        Ok((plan, released))
+    }
+
+    /// Bytes of weights whose data the graph dropped once its one plan had prepared them
+    /// (`weights::Releaser`): memory freed while loading.
+    pub fn released_weight_bytes(&self) -> usize {
+        self.released
     }
 
     /// Runs the model on inputs given in [`Executable::inputs`] order; returns the outputs in

@@ -432,7 +432,9 @@ unsafe fn init_graph(
         // SAFETY: the caller gives `weightsCount` descriptors.
         let weights = unsafe { read_weights(weightsCount, weightDescriptors) }?;
         let g = Graph::compile(b, bytes, weights)?;
-        super::heap::return_freed_pages();
+        if g.exe.released_weight_bytes() >= super::heap::RETURN_MIN_BYTES {
+            super::heap::return_freed_pages();
+        }
         let handle = GRAPHS.insert(Arc::new(g));
         // SAFETY: as above.
         unsafe { graph.write(handle) };

@@ -7,6 +7,11 @@
 //! freeing them leaves the process's resident size where it was. `malloc_trim` returns the
 //! whole pages of free heap blocks (in every arena) to the system.
 
+/// Bytes of weights a load must have freed for it to hand pages back: trimming walks every
+/// free block of the process, which in a host whose heap holds much freed memory took 20 ms
+/// (the benchmark's process, after ONNX Runtime's sessions), more than a small model's load.
+pub const RETURN_MIN_BYTES: usize = 16 << 20;
+
 /// Returns the freed heap pages of the process to the system where the C library can (glibc);
 /// a no-op elsewhere. It touches only memory that is already free, the host's included, so
 /// that it is also safe while other threads allocate.
