@@ -70,8 +70,9 @@ pub(super) fn fuse_projections(g: &mut Graph) {
         let n = &g.nodes[d];
         let pair = is_internal(n, "ConvDepthwise") && n.inputs.len() <= 5;
         let alone = n.inputs.first().copied().flatten().is_some_and(|x| {
-            let channels = constant_f32(g, n.inputs.get(1).copied().flatten());
-            channels.is_some_and(|(w, _)| is_depthwise_over(g, n, x, w[0]))
+            let weights = constant_f32(g, n.inputs.get(1).copied().flatten());
+            let channels = weights.and_then(|(w, _)| w.first().copied());
+            channels.is_some_and(|c| is_depthwise_over(g, n, x, c))
         });
         if !pair && !alone {
             continue;
@@ -343,5 +344,16 @@ mod tests {
         for (i, (a, b)) in got.iter().zip(want).enumerate() {
             assert!((a - b).abs() <= 1e-5 * (1.0 + b.abs()), "[{i}] {a} vs {b}");
         }
+    }
+
+    /// A node whose second input is a scalar constant (no dimensions to read a channel count
+    /// from) passes the rewrites untouched: `y = x + 1.5`.
+    #[test]
+    fn a_scalar_second_input_is_left_alone() {
+        let text = format!(
+            "{HEADER}\nagraph (float[2] x) => (float[2] y) <float c = {{1.5}}>\n{{ y = Add(x, c) }}"
+        );
+        assert_eq!(ops(&fused(&text)), ["Add"]);
+        assert_eq!(run_text(&text, vec![2], &[1.0, -4.0]), [2.5, -2.5]);
     }
 }

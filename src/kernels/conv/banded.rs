@@ -13,6 +13,12 @@
 //!
 //! Where the intermediate is small enough to stay in L2 anyway, or the ISA has no depthwise
 //! plane kernel, the two convolutions run one after the other through a scratch buffer.
+//!
+//! The block's projection (a 1×1 convolution of the depthwise output) may run in the same
+//! bands, from each band's depthwise rows in L2 ([`PointwiseDepthwise::with_projection`]); with
+//! several threads, each then takes a range of the output rows. A block without expansion has
+//! no pointwise convolution: the depthwise kernel reads the input's rows in place
+//! ([`PointwiseDepthwise::depthwise_only`]).
 #![forbid(unsafe_code)]
 
 use rayon::prelude::*;
