@@ -92,9 +92,10 @@ fn build(ctx: &BuildCtx) -> Result<Built> {
             format!("input of shape {:?}: only images (N, C, H, W)", x.shape),
         ));
     };
-    let w1_shape = match expand {
-        true => ctx.float_input(1)?.shape,
-        false => &[][..],
+    let w1_shape: &[usize] = if expand {
+        ctx.float_input(1)?.shape
+    } else {
+        &[]
     };
     let mid = if expand {
         w1_shape.first().copied().unwrap_or(0)

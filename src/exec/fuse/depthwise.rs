@@ -247,14 +247,22 @@ mod tests {
         let x: Vec<f32> = (0..297)
             .map(|i| ((i * 13 % 23) as f32 - 11.0) * 0.3)
             .collect();
-        let (got, want) = (
-            run_text(&one, vec![1, 3, 9, 11], &x),
-            run_text(&apart, vec![1, 3, 9, 11], &x),
-        );
-        assert_eq!(got.len(), want.len());
+        let want = run_text(&apart, vec![1, 3, 9, 11], &x);
         assert!(want.iter().any(|&v| v > 0.0));
+        computes_the_same(&one, &apart, vec![1, 3, 9, 11], &x, "pair");
+    }
+
+    /// Runs the fused model `one` and the model `apart` (the same nodes kept apart) on `x`
+    /// (of `shape`) and asserts that their outputs agree.
+    fn computes_the_same(one: &str, apart: &str, shape: Vec<usize>, x: &[f32], what: &str) {
+        let got = run_text(one, shape.clone(), x);
+        let want = run_text(apart, shape, x);
+        assert_eq!(got.len(), want.len());
         for (i, (a, b)) in got.iter().zip(want).enumerate() {
-            assert!((a - b).abs() <= 1e-5 * (1.0 + b.abs()), "[{i}] {a} vs {b}");
+            assert!(
+                (a - b).abs() <= 1e-5 * (1.0 + b.abs()),
+                "{what} [{i}] {a} vs {b}"
+            );
         }
     }
 
@@ -295,17 +303,7 @@ mod tests {
             assert_eq!(ops(&g), ["ConvDepthwise"], "residual {residual}");
             let apart = body(", float[1, 12, 9, 11] r", residual);
             assert_eq!(ops(&fused(&apart)), ["ConvDepthwise", "FusedConv"]);
-            let (got, want) = (
-                run_text(&one, vec![1, 4, 9, 11], &x),
-                run_text(&apart, vec![1, 4, 9, 11], &x),
-            );
-            assert_eq!(got.len(), want.len());
-            for (i, (a, b)) in got.iter().zip(want).enumerate() {
-                assert!(
-                    (a - b).abs() <= 1e-5 * (1.0 + b.abs()),
-                    "{residual} [{i}] {a} vs {b}"
-                );
-            }
+            computes_the_same(&one, &apart, vec![1, 4, 9, 11], &x, residual);
         }
     }
 
@@ -336,14 +334,7 @@ mod tests {
         assert_eq!(ops(&fused(&one)), ["ConvDepthwise"]);
         let apart = body(", float[1, 6, 5, 4] r");
         assert_eq!(ops(&fused(&apart)), ["FusedConv", "Conv"]);
-        let (got, want) = (
-            run_text(&one, vec![1, 6, 10, 7], &x),
-            run_text(&apart, vec![1, 6, 10, 7], &x),
-        );
-        assert_eq!(got.len(), want.len());
-        for (i, (a, b)) in got.iter().zip(want).enumerate() {
-            assert!((a - b).abs() <= 1e-5 * (1.0 + b.abs()), "[{i}] {a} vs {b}");
-        }
+        computes_the_same(&one, &apart, vec![1, 6, 10, 7], &x, "alone");
     }
 
     /// A node whose second input is a scalar constant (no dimensions to read a channel count
