@@ -148,6 +148,20 @@ impl PointwiseDepthwise {
         })
     }
 
+    /// Panics unless `input` is as long as the input and `output` holds `output_len` floats.
+    fn check_lengths(&self, input: &[f32], output: &[f32], output_len: usize) {
+        assert_eq!(
+            input.len(),
+            self.input_len(),
+            "pointwise-depthwise: input length"
+        );
+        assert_eq!(
+            output.len(),
+            output_len,
+            "pointwise-depthwise: output length"
+        );
+    }
+
     /// Floats of the input: the pointwise convolution's, or the depthwise one's without it.
     fn input_len(&self) -> usize {
         let p = self
@@ -188,16 +202,7 @@ impl PointwiseDepthwise {
     /// pointwise convolution's input length, `output` of the depthwise one's output length.
     pub fn run(&self, input: &[f32], output: &mut [f32], act: Activation) {
         let p2 = &self.depthwise.p;
-        assert_eq!(
-            input.len(),
-            self.input_len(),
-            "pointwise-depthwise: input length"
-        );
-        assert_eq!(
-            output.len(),
-            p2.output_len(),
-            "pointwise-depthwise: output length"
-        );
+        self.check_lengths(input, output, p2.output_len());
         if output.is_empty() {
             return;
         }
@@ -255,16 +260,7 @@ impl PointwiseDepthwise {
     ) {
         let proj = (self.projection.as_ref()).expect("pointwise-depthwise: no projection");
         let (p2, p3) = (&self.depthwise.p, &proj.p);
-        assert_eq!(
-            input.len(),
-            self.input_len(),
-            "pointwise-depthwise: input length"
-        );
-        assert_eq!(
-            output.len(),
-            p3.output_len(),
-            "pointwise-depthwise: output length"
-        );
+        self.check_lengths(input, output, p3.output_len());
         assert!(
             residual.is_none_or(|z| z.len() == output.len()),
             "pointwise-depthwise: residual length"
