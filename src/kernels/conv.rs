@@ -7,6 +7,8 @@
 //! - **depthwise** (`groups == in_c == out_c`): one plane per channel, in parallel, by the loops
 //!   of the `depthwise` module (an AVX-512 plane kernel, or loops vectorised along output
 //!   rows);
+//! - **direct** (at most four input channels, one group, on AVX-512: a network's stem): each
+//!   output row computed in place from the staged input rows (module `direct`);
 //! - **general**: implicit im2col: a GEMM with the prepacked weights as A
 //!   (`out[oc, pixels] = W[oc, k] · cols[k, pixels]`) whose B panels are gathered straight from
 //!   the input while packing, so the column matrix is never materialised (memory stays bounded
@@ -29,6 +31,7 @@ use super::cpu::{self, Isa};
 use super::gemm::{self, Bias, Epilogue, MatRef, PackedA};
 use super::winograd::{self, WinogradFilters};
 use super::{depthwise, scratch, simd, KernelError};
+use direct::{direct_input, DirectInput};
 use im2col::{gemm_input, subsample_planes, subsampled_len, GemmInput, Im2col};
 use std::sync::Arc;
 
@@ -204,6 +207,8 @@ pub enum ConvFilters {
     Packed(Vec<PackedA>),
     /// Winograd-transformed filters (3×3, stride 1, see [`winograd::suits`]).
     Winograd(WinogradFilters),
+    /// Filters laid out for the direct kernel (few input channels; `simd::direct_weights`).
+    Direct(Vec<f32>),
 }
 
 impl ConvFilters {
@@ -231,6 +236,13 @@ impl ConvFilters {
         }
         let ocg = p.out_channels / p.groups;
         let k = (p.in_channels / p.groups) * p.kernel_h * p.kernel_w;
+        if direct_input(isa, p).is_some() {
+            return Ok(ConvFilters::Direct(simd::direct_weights(
+                p.out_channels,
+                k,
+                weights,
+            )));
+        }
         Ok(ConvFilters::Packed(
             (0..p.groups)
                 .map(|g| {
@@ -251,6 +263,9 @@ enum Path {
     Depthwise,
     /// Winograd F(4×4, 3×3).
     Winograd,
+    /// Output rows computed in place from the input's; the biases padded to whole blocks of
+    /// `simd::DIRECT_OCB` channels.
+    Direct(DirectInput, Vec<f32>),
     /// GEMM per group with prepacked weights; B is made as [`GemmInput`] says.
     Gemm(GemmInput),
 }
@@ -309,7 +324,17 @@ impl Conv2d {
         let fits = match &*filters {
             ConvFilters::Depthwise(w) => p.is_depthwise() && w.len() == p.weights_len(),
             ConvFilters::Packed(g) => {
-                !p.is_depthwise() && !winograd::suits(&p) && g.len() == p.groups
+                !p.is_depthwise()
+                    && !winograd::suits(&p)
+                    && direct_input(isa, &p).is_none()
+                    && g.len() == p.groups
+            }
+            ConvFilters::Direct(w) => {
+                direct_input(isa, &p).is_some()
+                    && w.len()
+                        == p.out_channels.div_ceil(simd::DIRECT_OCB)
+                            * simd::DIRECT_OCB
+                            * (p.weights_len() / p.out_channels.max(1))
             }
             ConvFilters::Winograd(f) => f.fits(&p),
         };
@@ -322,6 +347,13 @@ impl Conv2d {
             Path::Depthwise
         } else if winograd::suits(&p) {
             Path::Winograd
+        } else if let Some(how) = direct_input(isa, &p) {
+            let mut padded =
+                vec![0.0; p.out_channels.div_ceil(simd::DIRECT_OCB) * simd::DIRECT_OCB];
+            if let Some(b) = bias {
+                padded[..b.len()].copy_from_slice(b);
+            }
+            Path::Direct(how, padded)
         } else {
             Path::Gemm(gemm_input(&p))
         };
@@ -391,6 +423,12 @@ impl Conv2d {
             }
             (Path::Winograd, ConvFilters::Winograd(f)) => {
                 winograd::run(self.isa, p, f, self.bias.as_deref(), early, input, output);
+                if let Some(z) = residual {
+                    late(output, z);
+                }
+            }
+            (Path::Direct(how, bias), ConvFilters::Direct(w)) => {
+                direct::run(self.isa, p, how, w, bias, early, input, output);
                 if let Some(z) = residual {
                     late(output, z);
                 }
@@ -542,8 +580,15 @@ pub(super) fn valid_range(
 }
 
 mod banded;
+mod direct;
 mod im2col;
 #[cfg(test)]
 mod tests;
 
 pub use banded::PointwiseDepthwise;
+
+/// Whether convolution `p` runs on the direct path on `isa` (its filters then take that
+/// path's layout, so plans of other image sizes may need other filters).
+pub fn has_direct_path(isa: Isa, p: &Conv2dParams) -> bool {
+    direct_input(isa, p).is_some()
+}

@@ -307,12 +307,13 @@ fn build_with(ctx: &BuildCtx, activation: Activation) -> Result<Built> {
 /// many), so plans of other shapes may need another form.
 pub(super) fn filters_tag(isa: crate::kernels::cpu::Isa, p: &Conv2dParams) -> String {
     format!(
-        "conv-filters {isa:?} m{} c{} g{} k{}x{} winograd {:?}",
+        "conv-filters {isa:?} m{} c{} g{} k{}x{} winograd {:?} direct {}",
         p.out_channels,
         p.in_channels,
         p.groups,
         p.kernel_h,
         p.kernel_w,
-        crate::kernels::winograd::output_tile(p)
+        crate::kernels::winograd::output_tile(p),
+        crate::kernels::conv::has_direct_path(isa, p)
     )
 }

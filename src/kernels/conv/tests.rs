@@ -273,3 +273,53 @@ fn large_k() {
     let p = params(1, 300, 20, 20, 4, (3, 3), (1, 1), [1, 1, 1, 1], (1, 1), 1);
     check(cpu::isa(), p, Activation::None, &mut rng);
 }
+
+#[test]
+fn direct_path_random_shapes() {
+    let Some(isa) = cpu::test_isa(Isa::Avx512) else {
+        return;
+    };
+    let mut rng = Rng::new(21);
+    let mut next = reference::size_picker(77);
+    let (mut direct, mut want_direct) = (0, 0);
+    // One to four input channels: channels past a block of four, widths around the 16-wide
+    // vectors and past six of them (chunks of the row), strides, dilations, pads.
+    for i in 0..120 {
+        let ic = 1 + next(4);
+        let oc = [2, 5, 8, 13, 32][i % 5];
+        let k = (1 + next(7), 1 + next(7));
+        let s = (1 + next(3), 1 + next(3));
+        let d = (1 + next(2), 1 + next(2));
+        let pad = [next(k.0), next(k.1), next(k.0), next(k.1)];
+        let h = d.0 * (k.0 - 1) + 1 + next(12);
+        let w = d.1 * (k.1 - 1) + 1 + [next(20), 15 + next(4), 90 + next(120)][i % 3];
+        let p = params(1 + next(2), ic, h, w, oc, k, s, pad, d, 1);
+        let conv = Conv2d::with_isa(isa, p, &rng.vec(p.weights_len()), None).unwrap();
+        if matches!(conv.path, Path::Direct(..)) {
+            direct += 1;
+        }
+        // Only 1×1 kernels without pads and with a horizontal stride or none at all stay on
+        // the GEMM path.
+        if k != (1, 1) || pad != [0; 4] || (s.1 == 1 && s.0 > 1) {
+            want_direct += 1;
+        }
+        let act = [Activation::None, Activation::Relu, Activation::Sigmoid][i % 3];
+        check(isa, p, act, &mut rng);
+    }
+    assert_eq!(direct, want_direct);
+    assert!(direct > 100);
+    // A stem large enough to split its channel blocks between threads, in pools of 2 and 3
+    // (blocks shared unevenly), with MobileNetV2's Clip(0, 6).
+    let clip6 = Activation::Clip { min: 0.0, max: 6.0 };
+    for threads in [2, 3] {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        for (oc, s) in [(32, 2), (21, 1)] {
+            let p = params(2, 3, 64, 62, oc, (3, 3), (s, s), [1, 1, 1, 1], (1, 1), 1);
+            assert!(direct_input(isa, &p).is_some());
+            pool.install(|| check(isa, p, clip6, &mut rng));
+        }
+    }
+}

@@ -14,11 +14,15 @@ mod avx512;
 #[cfg(target_arch = "x86_64")]
 mod avx512_depthwise;
 #[cfg(target_arch = "x86_64")]
+mod avx512_direct;
+#[cfg(target_arch = "x86_64")]
 mod avx512_pool;
+mod direct;
 mod max_pool;
 mod pack;
 mod portable;
 
+pub(crate) use direct::{direct_planes, direct_weights, has_direct, DirectGeometry, DIRECT_OCB};
 pub(crate) use max_pool::{
     has_max_pool_stride2, max_pool_plane_stride2, MaxPoolPlane, MAX_POOL_ROWS,
 };

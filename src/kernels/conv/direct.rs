@@ -1,0 +1,147 @@
+//! The direct path of a convolution with few input channels (a network's stem, reading an
+//! image's colour planes): with `k = channels·kh·kw` of about 27, the GEMM path spent as much
+//! time gathering and packing its B panels and storing its short tiles as in its
+//! multiplications. Here each output row is computed in place from the (staged) input rows,
+//! which stay in L1 while every block of output channels reads them (`simd::direct_planes`).
+#![forbid(unsafe_code)]
+
+use rayon::prelude::*;
+
+use super::im2col::{gemm_input, GemmInput, Staged};
+use super::Conv2dParams;
+use crate::kernels::activation::Activation;
+use crate::kernels::cpu::Isa;
+use crate::kernels::{scratch, simd, winograd};
+
+/// Most input channels per group of a convolution the direct path computes.
+const MAX_CHANNELS: usize = 4;
+
+/// Below this many multiply-adds an image stays on the calling thread.
+const PAR_MIN_MACS: usize = 1 << 18;
+
+/// Where the direct path reads its input.
+#[derive(Clone, Debug)]
+pub(super) enum DirectInput {
+    /// No pads and horizontal stride 1: the input planes as they are, tap `t` of output pixel
+    /// (0, 0) at these offsets.
+    Plain(Vec<usize>),
+    /// A staged copy of the input (zero-padded, rows split into the stride's phases).
+    Staged(Box<Staged>),
+}
+
+/// How the direct path reads the input of `p` on `isa`, or `None` where it does not compute
+/// `p`: an ISA without the kernel, more than [`MAX_CHANNELS`] input channels, groups, a
+/// depthwise or Winograd convolution, pads the staged copy refuses (far wider than the
+/// kernel), a 1×1 kernel with a horizontal stride and no pads (not staged: its subsampled
+/// copy is already the GEMM's B), or a pointwise convolution (1×1, stride 1, no pads: the
+/// banded blocks multiply its packed filters band by band).
+pub(super) fn direct_input(isa: Isa, p: &Conv2dParams) -> Option<DirectInput> {
+    if !simd::has_direct(isa)
+        || p.groups != 1
+        || p.is_depthwise()
+        || p.in_channels > MAX_CHANNELS
+        || winograd::suits(p)
+    {
+        return None;
+    }
+    let pads = p.pad_top + p.pad_left + p.pad_bottom + p.pad_right;
+    match gemm_input(p) {
+        GemmInput::Staged(s) => Some(DirectInput::Staged(s)),
+        GemmInput::Subsampled | GemmInput::Im2col(_) if pads == 0 && p.stride_w == 1 => {
+            let plane = p.in_h * p.in_w;
+            let (khw, kw) = (p.kernel_h * p.kernel_w, p.kernel_w);
+            let taps = (0..p.in_channels * khw)
+                .map(|t| {
+                    let (c, ky, kx) = (t / khw, (t % khw) / kw, t % kw);
+                    c * plane + ky * p.dilation_h * p.in_w + kx * p.dilation_w
+                })
+                .collect();
+            Some(DirectInput::Plain(taps))
+        }
+        _ => None,
+    }
+}
+
+/// `output = act(conv(input) + bias)` for the convolution `p` read as `how` says, with the
+/// filters laid out by `simd::direct_weights` in `w` and `bias` padded to whole blocks of
+/// `simd::DIRECT_OCB` channels (zeros without biases). Images one after the other; an
+/// image's blocks of output channels in parallel.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn run(
+    isa: Isa,
+    p: &Conv2dParams,
+    how: &DirectInput,
+    w: &[f32],
+    bias: &[f32],
+    act: Activation,
+    input: &[f32],
+    output: &mut [f32],
+) {
+    let (oh, ow) = (p.out_h(), p.out_w());
+    let plane = oh * ow;
+    let (in_image, out_image) = (p.in_channels * p.in_h * p.in_w, p.out_channels * plane);
+    let (taps, row_step) = match how {
+        DirectInput::Plain(taps) => (taps.as_slice(), p.stride_h * p.in_w),
+        DirectInput::Staged(s) => (s.taps(), s.row_step()),
+    };
+    let g = simd::DirectGeometry {
+        taps,
+        row_step,
+        oh,
+        ow,
+    };
+    let clamp = act.clamp_bounds();
+    let blocks = p.out_channels.div_ceil(simd::DIRECT_OCB);
+    let threads = rayon::current_num_threads();
+    let par = threads > 1 && out_image.saturating_mul(taps.len()) >= PAR_MIN_MACS;
+    // Blocks of output channels per task: an even share per thread.
+    let per_task = if par {
+        blocks.div_ceil(threads)
+    } else {
+        blocks
+    };
+    let task_planes = per_task * simd::DIRECT_OCB;
+    let compute = |x: &[f32], out: &mut [f32]| {
+        let task = |(i, o): (usize, &mut [f32])| {
+            let b0 = i * per_task;
+            let done = simd::direct_planes(
+                isa,
+                &g,
+                x,
+                &w[b0 * taps.len() * simd::DIRECT_OCB..],
+                &bias[b0 * simd::DIRECT_OCB..],
+                clamp,
+                o,
+            );
+            assert!(done, "conv2d: the direct kernel refused its own geometry");
+            if clamp.is_none() && act != Activation::None {
+                simd::vectorize(
+                    isa,
+                    #[inline(always)]
+                    || act.apply_inline(o),
+                );
+            }
+        };
+        if par {
+            out.par_chunks_mut(task_planes * plane)
+                .enumerate()
+                .for_each(task);
+        } else {
+            out.chunks_mut(task_planes * plane)
+                .enumerate()
+                .for_each(task);
+        }
+    };
+    for (x, out) in input
+        .chunks_exact(in_image)
+        .zip(output.chunks_exact_mut(out_image))
+    {
+        match how {
+            DirectInput::Plain(_) => compute(x, out),
+            DirectInput::Staged(s) => scratch::with_f32(s.len(p, x), |buf| {
+                s.stage(isa, p, x, par, buf);
+                compute(buf, out);
+            }),
+        }
+    }
+}
