@@ -2,10 +2,11 @@
 //! image's colour planes): with `k = channels·kh·kw` of about 27, the GEMM path spent as much
 //! time gathering and packing its B panels and storing its short tiles as in its
 //! multiplications. Here each output row is computed in place from the (staged) input rows,
-//! which stay in L1 while every block of output channels reads them (`simd::direct_planes`).
+//! which stay in L1 while the kernel's four output channels read them (`simd::direct_rows`).
 #![forbid(unsafe_code)]
 
 use rayon::prelude::*;
+use std::ops::Range;
 
 use super::im2col::{gemm_input, GemmInput, Staged};
 use super::Conv2dParams;
@@ -18,6 +19,12 @@ const MAX_CHANNELS: usize = 4;
 
 /// Below this many multiply-adds an image stays on the calling thread.
 const PAR_MIN_MACS: usize = 1 << 18;
+
+/// Output rows a piece of a block takes at least when its rows are split between threads.
+const PART_MIN_ROWS: usize = 8;
+
+/// Output channels per block of the kernel.
+const OCB: usize = simd::DIRECT_OCB;
 
 /// Where the direct path reads its input.
 #[derive(Clone, Debug)]
@@ -90,46 +97,36 @@ pub(super) fn run(
         oh,
         ow,
     };
-    let clamp = act.clamp_bounds();
-    let blocks = p.out_channels.div_ceil(simd::DIRECT_OCB);
+    let blocks = p.out_channels.div_ceil(OCB);
     let threads = rayon::current_num_threads();
     let par = threads > 1 && out_image.saturating_mul(taps.len()) >= PAR_MIN_MACS;
-    // Blocks of output channels per task: an even share per thread.
-    let per_task = if par {
-        blocks.div_ceil(threads)
+    // In parallel, one task per block of output channels, each cut into pieces of rows when
+    // the blocks are fewer than two a thread.
+    let parts = if par {
+        (2 * threads).div_ceil(blocks)
     } else {
-        blocks
+        1
     };
-    let task_planes = per_task * simd::DIRECT_OCB;
     let compute = |x: &[f32], out: &mut [f32]| {
-        let task = |(i, o): (usize, &mut [f32])| {
-            let b0 = i * per_task;
-            let done = simd::direct_planes(
+        let block = |(b, o): (usize, &mut [f32])| {
+            let mut planes = o.chunks_mut(plane);
+            let dst = std::array::from_fn(|_| planes.next().unwrap_or_default());
+            let w = &w[b * taps.len() * OCB..][..taps.len() * OCB];
+            let bias = &bias[b * OCB..][..OCB];
+            let rows = Rows {
                 isa,
-                &g,
+                g: &g,
                 x,
-                &w[b0 * taps.len() * simd::DIRECT_OCB..],
-                &bias[b0 * simd::DIRECT_OCB..],
-                clamp,
-                o,
-            );
-            assert!(done, "conv2d: the direct kernel refused its own geometry");
-            if clamp.is_none() && act != Activation::None {
-                simd::vectorize(
-                    isa,
-                    #[inline(always)]
-                    || act.apply_inline(o),
-                );
-            }
+                w,
+                bias,
+                act,
+            };
+            rows.split(0..oh, dst, parts);
         };
         if par {
-            out.par_chunks_mut(task_planes * plane)
-                .enumerate()
-                .for_each(task);
+            out.par_chunks_mut(OCB * plane).enumerate().for_each(block);
         } else {
-            out.chunks_mut(task_planes * plane)
-                .enumerate()
-                .for_each(task);
+            out.chunks_mut(OCB * plane).enumerate().for_each(block);
         }
     };
     for (x, out) in input
@@ -142,6 +139,56 @@ pub(super) fn run(
                 s.stage(isa, p, x, par, buf);
                 compute(buf, out);
             }),
+        }
+    }
+}
+
+/// One block of output channels of one image: what every piece of its rows computes from.
+struct Rows<'a> {
+    isa: Isa,
+    g: &'a simd::DirectGeometry<'a>,
+    /// The image's input (staged or plain).
+    x: &'a [f32],
+    /// The block's weights and biases.
+    w: &'a [f32],
+    bias: &'a [f32],
+    act: Activation,
+}
+
+impl Rows<'_> {
+    /// Output rows `rows` of the block into `out` (each channel's rows, or empty past the
+    /// last channel), in `parts` pieces of rows run in parallel (recursive halves, at least
+    /// [`PART_MIN_ROWS`] rows each).
+    fn split(&self, rows: Range<usize>, out: [&mut [f32]; OCB], parts: usize) {
+        let n = rows.len();
+        if parts > 1 && n >= 2 * PART_MIN_ROWS {
+            let mid = rows.start + n / 2;
+            let at = (mid - rows.start) * self.g.ow;
+            let mut lo: [&mut [f32]; OCB] = Default::default();
+            let mut hi: [&mut [f32]; OCB] = Default::default();
+            for (i, o) in out.into_iter().enumerate() {
+                (lo[i], hi[i]) = o.split_at_mut(at.min(o.len()));
+            }
+            rayon::join(
+                || self.split(rows.start..mid, lo, parts / 2),
+                || self.split(mid..rows.end, hi, parts - parts / 2),
+            );
+            return;
+        }
+        let clamp = self.act.clamp_bounds();
+        let mut out = out;
+        let done = simd::direct_rows(
+            self.isa, self.g, rows, self.x, self.w, self.bias, clamp, &mut out,
+        );
+        assert!(done, "conv2d: the direct kernel refused its own geometry");
+        if clamp.is_none() && self.act != Activation::None {
+            for o in out {
+                simd::vectorize(
+                    self.isa,
+                    #[inline(always)]
+                    || self.act.apply_inline(o),
+                );
+            }
         }
     }
 }

@@ -309,14 +309,15 @@ fn direct_path_random_shapes() {
     assert_eq!(direct, want_direct);
     assert!(direct > 100);
     // A stem large enough to split its channel blocks between threads, in pools of 2 and 3
-    // (blocks shared unevenly), with MobileNetV2's Clip(0, 6).
+    // (blocks shared unevenly; with fewer than two blocks a thread, each block's rows cut in
+    // pieces too), with MobileNetV2's Clip(0, 6).
     let clip6 = Activation::Clip { min: 0.0, max: 6.0 };
     for threads in [2, 3] {
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(threads)
             .build()
             .unwrap();
-        for (oc, s) in [(32, 2), (21, 1)] {
+        for (oc, s) in [(32, 2), (21, 1), (4, 1), (6, 2)] {
             let p = params(2, 3, 64, 62, oc, (3, 3), (s, s), [1, 1, 1, 1], (1, 1), 1);
             assert!(direct_input(isa, &p).is_some());
             pool.install(|| check(isa, p, clip6, &mut rng));

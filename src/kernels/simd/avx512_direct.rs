@@ -12,63 +12,60 @@ use super::direct::{DirectGeometry, DIRECT_OCB};
 /// accumulators, the four weights and one input vector fit in the 32 registers.
 const MAX_VECTORS: usize = 6;
 
-/// `out[o][oy][ox] = clamp(bias[o] + Σ_t w[o / 4][t][o % 4] · x[taps[t] + oy·row_step + ox])`
-/// for `planes` output planes of `oh × ow` (`oh·ow` floats apart in `out`), block of four
-/// channels after block: each block writes four output streams (every block's row in turn,
-/// 32 streams for MobileNetV2's stem, ran slower than the GEMM path with `KB_COLD`).
-/// `w` holds `⌈planes/4⌉ · taps.len() · 4` floats (block, tap, channel of the block) and `bias`
-/// `⌈planes/4⌉ · 4`; with `clamp = Some((lo, hi))` every output is clamped to
-/// `min(max(v, lo), hi)` (NaN kept).
+/// Rows `r0..r1` of one block of four output channels:
+/// `dst[o][(oy − r0)·ow + ox] = clamp(bias[o] + Σ_t w[t][o] · x[taps[t] + oy·row_step + ox])`,
+/// with `w` the block's weights (`taps.len() · 4` floats, tap by tap) and `bias` its four
+/// biases; a null `dst[o]` (a channel past the last) is not written. With
+/// `clamp = Some((lo, hi))` every output is clamped to `min(max(v, lo), hi)` (NaN kept).
 ///
 /// # Safety
 /// - The CPU supports AVX-512F.
-/// - `x` is valid for reads of `max(taps) + (oh − 1)·row_step + ow` floats, `w` and `bias` of
-///   the counts above, `out` for writes of `planes·oh·ow` floats, not overlapping them.
+/// - `x` is valid for reads of `max(taps) + (r1 − 1)·row_step + ow` floats when `r0 < r1`,
+///   `w` of `taps.len()·4` and `bias` of 4, each non-null `dst[o]` for writes of
+///   `(r1 − r0)·ow` floats, not overlapping the others or the inputs.
 #[target_feature(enable = "avx512f")]
-pub(super) unsafe fn direct_planes(
+pub(super) unsafe fn direct_rows(
     g: &DirectGeometry,
-    planes: usize,
+    (r0, r1): (usize, usize),
     x: *const f32,
-    w: *const f32,
-    bias: *const f32,
+    (w, bias): (*const f32, *const f32),
     clamp: Option<(f32, f32)>,
-    out: *mut f32,
+    dst: [*mut f32; DIRECT_OCB],
 ) {
-    let (oh, ow, taps) = (g.oh, g.ow, g.taps);
-    let plane = oh * ow;
+    let (ow, taps) = (g.ow, g.taps);
     let clamp = clamp.map(|(lo, hi)| (_mm512_set1_ps(lo), _mm512_set1_ps(hi)));
     let vectors = ow.div_ceil(16);
     // The row's vectors in near-equal chunks of at most `MAX_VECTORS` (7 → 4 + 3).
     let chunks = vectors.div_ceil(MAX_VECTORS);
-    for b in 0..planes.div_ceil(DIRECT_OCB) {
-        for oy in 0..oh {
-            // SAFETY: row `oy < oh` reads from `oy·row_step` on (contract).
-            let row = unsafe { x.add(oy * g.row_step) };
-            let o0 = b * DIRECT_OCB;
-            let mut dst = [std::ptr::null_mut(); DIRECT_OCB];
-            for (o, d) in dst.iter_mut().enumerate().take(planes - o0) {
-                // SAFETY: plane `o0 + o < planes`, row `oy < oh`: inside `out` (contract).
-                *d = unsafe { out.add((o0 + o) * plane + oy * ow) };
-            }
-            // SAFETY: block `b` of the weights and biases (contract).
-            let (wb, bb) = unsafe { (w.add(b * taps.len() * DIRECT_OCB), bias.add(o0)) };
-            let mut v0 = 0;
-            for q in 0..chunks {
-                let n = (vectors - v0).div_ceil(chunks - q);
-                let at = (row, wb, bb, dst);
-                // SAFETY: forwarded contract; vectors `v0 .. v0 + n` lie in columns `0..ow`.
-                unsafe {
-                    match n {
-                        1 => chunk::<1>(taps, ow, 16 * v0, at, clamp),
-                        2 => chunk::<2>(taps, ow, 16 * v0, at, clamp),
-                        3 => chunk::<3>(taps, ow, 16 * v0, at, clamp),
-                        4 => chunk::<4>(taps, ow, 16 * v0, at, clamp),
-                        5 => chunk::<5>(taps, ow, 16 * v0, at, clamp),
-                        _ => chunk::<6>(taps, ow, 16 * v0, at, clamp),
-                    }
+    for oy in r0..r1 {
+        // SAFETY: row `oy < r1` reads from `oy·row_step` on and writes `(oy − r0)·ow` floats
+        // into each output (contract).
+        let (row, d) = unsafe {
+            let d = dst.map(|p| {
+                if p.is_null() {
+                    p
+                } else {
+                    p.add((oy - r0) * ow)
                 }
-                v0 += n;
+            });
+            (x.add(oy * g.row_step), d)
+        };
+        let mut v0 = 0;
+        for q in 0..chunks {
+            let n = (vectors - v0).div_ceil(chunks - q);
+            let at = (row, w, bias, d);
+            // SAFETY: forwarded contract; vectors `v0 .. v0 + n` lie in columns `0..ow`.
+            unsafe {
+                match n {
+                    1 => chunk::<1>(taps, ow, 16 * v0, at, clamp),
+                    2 => chunk::<2>(taps, ow, 16 * v0, at, clamp),
+                    3 => chunk::<3>(taps, ow, 16 * v0, at, clamp),
+                    4 => chunk::<4>(taps, ow, 16 * v0, at, clamp),
+                    5 => chunk::<5>(taps, ow, 16 * v0, at, clamp),
+                    _ => chunk::<6>(taps, ow, 16 * v0, at, clamp),
+                }
             }
+            v0 += n;
         }
     }
 }
@@ -78,7 +75,7 @@ pub(super) unsafe fn direct_planes(
 /// four biases, `dst` the four channels' output rows (null for a channel past the last).
 ///
 /// # Safety
-/// As [`direct_planes`], for this row and block; `x0 + 16·(V − 1) < ow`.
+/// As [`direct_rows`], for this row; `x0 + 16·(V − 1) < ow`.
 #[target_feature(enable = "avx512f")]
 #[inline]
 unsafe fn chunk<const V: usize>(

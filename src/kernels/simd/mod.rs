@@ -22,7 +22,7 @@ mod max_pool;
 mod pack;
 mod portable;
 
-pub(crate) use direct::{direct_planes, direct_weights, has_direct, DirectGeometry, DIRECT_OCB};
+pub(crate) use direct::{direct_rows, direct_weights, has_direct, DirectGeometry, DIRECT_OCB};
 pub(crate) use max_pool::{
     has_max_pool_stride2, max_pool_plane_stride2, MaxPoolPlane, MAX_POOL_ROWS,
 };
