@@ -37,13 +37,14 @@ pub(super) enum DirectInput {
 }
 
 /// How the direct path reads the input of `p` on `isa`, or `None` where it does not compute
-/// `p`: an ISA without the kernel, more than [`MAX_CHANNELS`] input channels, groups, a
+/// `p`: an ISA without the kernel, no input channels or more than [`MAX_CHANNELS`], groups, a
 /// depthwise or Winograd convolution, pads the staged copy refuses (far wider than the
 /// kernel), a 1×1 kernel with a horizontal stride and no pads (not staged: its subsampled
 /// copy is already the GEMM's B), or a pointwise convolution (1×1, stride 1, no pads: the
 /// banded blocks multiply its packed filters band by band).
 pub(super) fn direct_input(isa: Isa, p: &Conv2dParams) -> Option<DirectInput> {
     if !simd::has_direct(isa)
+        || p.in_channels == 0
         || p.groups != 1
         || p.is_depthwise()
         || p.in_channels > MAX_CHANNELS
@@ -103,7 +104,7 @@ pub(super) fn run(
     // In parallel, one task per block of output channels, each cut into pieces of rows when
     // the blocks are fewer than two a thread.
     let parts = if par {
-        (2 * threads).div_ceil(blocks)
+        (2 * threads).div_ceil(blocks.max(1))
     } else {
         1
     };

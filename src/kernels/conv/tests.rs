@@ -131,6 +131,8 @@ fn all(isa: Isa) {
         ),
         // Empty input planes with pads: outputs are bias only.
         params(1, 2, 1, 0, 3, (1, 1), (1, 1), [0, 1, 0, 1], (1, 1), 1),
+        // No input channels at all (not the direct path, whose filters need a tap).
+        params(1, 0, 5, 6, 3, (3, 3), (2, 2), [1, 1, 1, 1], (1, 1), 1),
         params(1, 2, 0, 2, 2, (1, 1), (1, 1), [1, 0, 1, 0], (1, 1), 2),
         // Depthwise with pads far wider than the input and a vertical stride that keeps the
         // output small: the padded-copy path would need 2^16 rows of 2^21 floats (512 GiB).
