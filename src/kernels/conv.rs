@@ -321,16 +321,15 @@ impl Conv2d {
                 )));
             }
         }
+        // Where the direct path would read (built once: it stages through `gemm_input`).
+        let direct = direct_input(isa, &p);
         let fits = match &*filters {
             ConvFilters::Depthwise(w) => p.is_depthwise() && w.len() == p.weights_len(),
             ConvFilters::Packed(g) => {
-                !p.is_depthwise()
-                    && !winograd::suits(&p)
-                    && direct_input(isa, &p).is_none()
-                    && g.len() == p.groups
+                !p.is_depthwise() && !winograd::suits(&p) && direct.is_none() && g.len() == p.groups
             }
             ConvFilters::Direct(w) => {
-                direct_input(isa, &p).is_some()
+                direct.is_some()
                     && w.len()
                         == p.out_channels.div_ceil(simd::DIRECT_OCB)
                             * simd::DIRECT_OCB
@@ -347,7 +346,7 @@ impl Conv2d {
             Path::Depthwise
         } else if winograd::suits(&p) {
             Path::Winograd
-        } else if let Some(how) = direct_input(isa, &p) {
+        } else if let Some(how) = direct {
             let mut padded =
                 vec![0.0; p.out_channels.div_ceil(simd::DIRECT_OCB) * simd::DIRECT_OCB];
             if let Some(b) = bias {
