@@ -84,6 +84,8 @@ fn all_shapes(isa: Isa) {
         (257, 77, 260),
         (1, 1000, 700),
         (300, 1, 64),
+        // 49 columns: a tile and a 17-wide column (its last column in the half tile's loop).
+        (75, 49, 300),
     ] {
         for (ta, tb) in [(false, false), (true, false), (false, true), (true, true)] {
             case(isa, m, n, k, ta, tb, 0.5, 0.0, &mut rng);
@@ -183,8 +185,10 @@ fn beta_zero_ignores_nan_and_k_zero() {
 fn epilogue_fused() {
     for isa in cpu::test_isas() {
         let mut rng = Rng::new(11);
-        // The last two take the A-outer order (a row of tiles per call): B packed with a
-        // shallow K and wide C, and B read in place with K ≤ 32 and rows 8192 apart. With
+        // (100, 700, 64) and (11, 8200, 16) take the A-outer order (a row of tiles per call):
+        // B packed with a shallow K and wide C, and B read in place with K ≤ 32 and rows 8192
+        // apart. The last two end on a 17-wide column, whose last column is fused into its
+        // half tile. With
         // more than `MC` rows a single thread packs A and runs the tiles a row block at a
         // time, the biases and residual of the second block offset by its first row.
         for &(m, n, k) in &[
@@ -194,6 +198,8 @@ fn epilogue_fused() {
             (MC + 9, 40, 300),
             (100, 700, 64),
             (11, 8200, 16),
+            (29, 49, 200),
+            (9, 17, 40),
         ] {
             let a = rng.vec(m * k);
             let b = rng.vec(k * n);

@@ -19,7 +19,15 @@ struct Store {
     m1: __mmask16,
     va: __m512,
     vb: __m512,
+    /// `alpha == 1`: the biases then start the sums instead of being added to the product
+    /// (one vector operation fewer per output vector, and no multiply by alpha).
+    unit: bool,
+    alpha: f32,
     beta: f32,
+    /// The bias of column 16 (the fused edge column of a 17-wide column), if any.
+    edge_bias: Option<f32>,
+    /// The clamp bounds as scalars, for the fused edge column.
+    clamp_bounds: Option<(f32, f32)>,
     col_bias: Option<(__m512, __m512)>,
     clamp: Option<(__m512, __m512)>,
 }
@@ -52,7 +60,12 @@ unsafe fn store_setup(nr: usize, alpha: f32, beta: f32, tail: &RawTail) -> Store
         m1,
         va: _mm512_set1_ps(alpha),
         vb: _mm512_set1_ps(beta),
+        unit: alpha == 1.0,
+        alpha,
         beta,
+        // SAFETY: a non-null column bias holds `nr ≥ 17` floats here (contract).
+        edge_bias: (nr > 16 && !tail.col_bias.is_null()).then(|| unsafe { *tail.col_bias.add(16) }),
+        clamp_bounds: tail.clamp,
         col_bias,
         clamp: tail
             .clamp
@@ -66,9 +79,10 @@ unsafe fn store_setup(nr: usize, alpha: f32, beta: f32, tail: &RawTail) -> Store
 /// a 32-bit slot of two bfloat16 values of consecutive k, and `kc` counts slots). One
 /// definition for both, since a kernel's instructions need its own `#[target_feature]`.
 macro_rules! gemm_kernels {
-    ($tile:ident, $column:ident, $row:ident, $features:literal, $madd:ident) => {
+    ($tile:ident, $column:ident, $row:ident, $features:literal, $madd:ident, $edge:literal) => {
         /// One `M×32` tile (`M×16` when `W2` is false: a column at most 16 wide, whose second half
-        /// is neither computed nor stored): accumulates over `kc`, then stores
+        /// is neither computed nor stored; `M×17` when `E1` is also true, column 16 computed
+        /// 8 rows to an 8-lane FMA and stored by [`store_edge`]): accumulates over `kc`, then stores
         /// `clamp(alpha·acc + beta·C + row_bias + col_bias + residual)` through `s`; meanwhile prefetches
         /// the `kc` A columns from `pf` on (the next micro-panel: any address, only prefetched) and,
         /// when `PB` and `pfb` is not null, the `kc` B rows from `pfb` on (`ldb` apart: the next
@@ -80,14 +94,15 @@ macro_rules! gemm_kernels {
         /// - `a` is readable for `kc * 8` floats, `b` for 32 floats from each `k * ldb`, `k < kc`.
         /// - `c[r]` for `r < M` has the tile's `nr` floats from `col` on (`c[r].len() ≥ col + nr`;
         ///   the rows are distinct `&mut` slices, so disjoint from each other and from `a`/`b`),
-        ///   and `W2` is false only when `nr ≤ 16`.
+        ///   and `W2` is false only when `nr ≤ 16`, or `nr = 17` with `E1` (then `c[r]` and the
+        ///   residual rows hold column `col + 16` too, and B's column 16 is read at `k·ldb + 16`).
         /// - `row_bias` is null or readable for `M` floats; `res` is null or points to `M` row slices,
         ///   each with the tile's `nr` floats from `col` on.
         /// - `pf` and `pfb` are only prefetched (a hint that never faults), never read.
         #[target_feature(enable = $features)]
         #[inline]
         #[allow(clippy::too_many_arguments)]
-        unsafe fn $tile<const M: usize, const W2: bool, const PB: bool>(
+        unsafe fn $tile<const M: usize, const W2: bool, const PB: bool, const E1: bool>(
             kc: usize,
             a: *const f32,
             b: *const f32,
@@ -101,6 +116,26 @@ macro_rules! gemm_kernels {
         ) {
             let mut acc0 = [_mm512_setzero_ps(); M];
             let mut acc1 = [_mm512_setzero_ps(); M];
+            if s.unit {
+                // The sums start from the biases (with alpha = 1, `A·B + biases` either way): a
+                // small shared dimension spends a fifth of the time in the stores otherwise
+                // (MobileNetV2's 16-channel 1×1 layer).
+                let (c0, c1) = s.col_bias.unwrap_or((acc0[0], acc0[0]));
+                for i in 0..M {
+                    let (mut v0, mut v1) = (c0, c1);
+                    if !row_bias.is_null() {
+                        // SAFETY: a non-null row bias holds M floats (contract).
+                        let v = _mm512_set1_ps(unsafe { *row_bias.add(i) });
+                        v0 = _mm512_add_ps(v0, v);
+                        v1 = _mm512_add_ps(v1, v);
+                    }
+                    acc0[i] = v0;
+                    acc1[i] = v1;
+                }
+            }
+            // The fused edge column (column 16 of a 17-wide column, `E1`): the A column times
+            // B's value, eight rows in one 8-lane FMA per k.
+            let mut edge = _mm256_setzero_ps();
             // One step of k: row k of the B panel times column k of the A micro-panel.
             let mut step = |k: usize| {
                 // SAFETY: k < kc, so `b + k*ldb .. +32` and `a + k*8 .. +8` are inside the panels.
@@ -115,6 +150,10 @@ macro_rules! gemm_kernels {
                         if W2 {
                             acc1[i] = $madd(acc1[i], ai, b1);
                         }
+                    }
+                    if E1 {
+                        let bv = _mm256_set1_ps(*bp.add(16));
+                        edge = _mm256_fmadd_ps(_mm256_loadu_ps(ap), bv, edge);
                     }
                 }
             };
@@ -151,6 +190,11 @@ macro_rules! gemm_kernels {
             if kc % 2 == 1 {
                 step(kc - 1);
             }
+            if E1 {
+                // SAFETY: forwarded contract (`c[i]` holds column `col + 16`, and so does a
+                // residual row).
+                unsafe { store_edge::<M>(edge, c, col + 16, row_bias, res, s) };
+            }
             for i in 0..M {
                 let p0 = c[i].as_mut_ptr().wrapping_add(col);
                 // Masked-off lanes are neither read nor written, so `p1` may point past the row when
@@ -162,8 +206,11 @@ macro_rules! gemm_kernels {
                 // faults, so past the end of the row it only wastes a fetch.
                 _mm_prefetch::<_MM_HINT_ET0>(p0.wrapping_add(32) as *const i8);
                 _mm_prefetch::<_MM_HINT_ET0>(p0.wrapping_add(48) as *const i8);
-                let mut r0 = _mm512_mul_ps(acc0[i], s.va);
-                let mut r1 = _mm512_mul_ps(acc1[i], s.va);
+                let (mut r0, mut r1) = if s.unit {
+                    (acc0[i], acc1[i])
+                } else {
+                    (_mm512_mul_ps(acc0[i], s.va), _mm512_mul_ps(acc1[i], s.va))
+                };
                 if s.beta != 0.0 {
                     // SAFETY: the lanes selected by m0/m1 are exactly c[i][0..nr], valid per the
                     // contract.
@@ -176,13 +223,13 @@ macro_rules! gemm_kernels {
                     r0 = _mm512_fmadd_ps(c0, s.vb, r0);
                     r1 = _mm512_fmadd_ps(c1, s.vb, r1);
                 }
-                if !row_bias.is_null() {
+                if !s.unit && !row_bias.is_null() {
                     // SAFETY: a non-null row bias holds M floats (contract).
                     let v = _mm512_set1_ps(unsafe { *row_bias.add(i) });
                     r0 = _mm512_add_ps(r0, v);
                     r1 = _mm512_add_ps(r1, v);
                 }
-                if let Some((b0, b1)) = s.col_bias {
+                if let (false, Some((b0, b1))) = (s.unit, s.col_bias) {
                     r0 = _mm512_add_ps(r0, b0);
                     r1 = _mm512_add_ps(r1, b1);
                 }
@@ -244,6 +291,7 @@ macro_rules! gemm_kernels {
             // SAFETY: forwarded contract.
             let s = unsafe { store_setup(nr, alpha, beta, tail) };
             let wide = nr > 16;
+            let e1 = $edge && nr == 17;
             for (p, rows) in c.chunks_mut(MR).enumerate() {
                 let ap = a.wrapping_add(p * kc * MR);
                 // The next A micro-panel, prefetched by this tile.
@@ -271,16 +319,16 @@ macro_rules! gemm_kernels {
                 };
                 let pfs = (pf, pfb);
                 macro_rules! go {
-                    ($w:literal) => {
+                    ($w:literal, $e:literal) => {
                         match rows.len() {
-                            1 => $tile::<1, $w, true>(kc, ap, b, ldb, rows, col, rb, res, &s, pfs),
-                            2 => $tile::<2, $w, true>(kc, ap, b, ldb, rows, col, rb, res, &s, pfs),
-                            3 => $tile::<3, $w, true>(kc, ap, b, ldb, rows, col, rb, res, &s, pfs),
-                            4 => $tile::<4, $w, true>(kc, ap, b, ldb, rows, col, rb, res, &s, pfs),
-                            5 => $tile::<5, $w, true>(kc, ap, b, ldb, rows, col, rb, res, &s, pfs),
-                            6 => $tile::<6, $w, true>(kc, ap, b, ldb, rows, col, rb, res, &s, pfs),
-                            7 => $tile::<7, $w, true>(kc, ap, b, ldb, rows, col, rb, res, &s, pfs),
-                            _ => $tile::<8, $w, true>(kc, ap, b, ldb, rows, col, rb, res, &s, pfs),
+                            1 => $tile::<1, $w, true, $e>(kc, ap, b, ldb, rows, col, rb, res, &s, pfs),
+                            2 => $tile::<2, $w, true, $e>(kc, ap, b, ldb, rows, col, rb, res, &s, pfs),
+                            3 => $tile::<3, $w, true, $e>(kc, ap, b, ldb, rows, col, rb, res, &s, pfs),
+                            4 => $tile::<4, $w, true, $e>(kc, ap, b, ldb, rows, col, rb, res, &s, pfs),
+                            5 => $tile::<5, $w, true, $e>(kc, ap, b, ldb, rows, col, rb, res, &s, pfs),
+                            6 => $tile::<6, $w, true, $e>(kc, ap, b, ldb, rows, col, rb, res, &s, pfs),
+                            7 => $tile::<7, $w, true, $e>(kc, ap, b, ldb, rows, col, rb, res, &s, pfs),
+                            _ => $tile::<8, $w, true, $e>(kc, ap, b, ldb, rows, col, rb, res, &s, pfs),
                         }
                     };
                 }
@@ -288,10 +336,12 @@ macro_rules! gemm_kernels {
                 // residual are in range (contract); `rows.len()` is the tile height, and the narrow
                 // tile is used only when `nr ≤ 16`.
                 unsafe {
-                    if wide {
-                        go!(true)
+                    if e1 {
+                        go!(false, true)
+                    } else if wide {
+                        go!(true, false)
                     } else {
-                        go!(false)
+                        go!(false, false)
                     }
                 }
             }
@@ -347,14 +397,14 @@ macro_rules! gemm_kernels {
                 // bias and of the residual rows are in range (contract); `c.len()` is the tile height.
                 unsafe {
                     match c.len() {
-                        1 => $tile::<1, true, false>(kc, a, bq, ldb, c, cq, rb, res, &s, pfs),
-                        2 => $tile::<2, true, false>(kc, a, bq, ldb, c, cq, rb, res, &s, pfs),
-                        3 => $tile::<3, true, false>(kc, a, bq, ldb, c, cq, rb, res, &s, pfs),
-                        4 => $tile::<4, true, false>(kc, a, bq, ldb, c, cq, rb, res, &s, pfs),
-                        5 => $tile::<5, true, false>(kc, a, bq, ldb, c, cq, rb, res, &s, pfs),
-                        6 => $tile::<6, true, false>(kc, a, bq, ldb, c, cq, rb, res, &s, pfs),
-                        7 => $tile::<7, true, false>(kc, a, bq, ldb, c, cq, rb, res, &s, pfs),
-                        _ => $tile::<8, true, false>(kc, a, bq, ldb, c, cq, rb, res, &s, pfs),
+                        1 => $tile::<1, true, false, false>(kc, a, bq, ldb, c, cq, rb, res, &s, pfs),
+                        2 => $tile::<2, true, false, false>(kc, a, bq, ldb, c, cq, rb, res, &s, pfs),
+                        3 => $tile::<3, true, false, false>(kc, a, bq, ldb, c, cq, rb, res, &s, pfs),
+                        4 => $tile::<4, true, false, false>(kc, a, bq, ldb, c, cq, rb, res, &s, pfs),
+                        5 => $tile::<5, true, false, false>(kc, a, bq, ldb, c, cq, rb, res, &s, pfs),
+                        6 => $tile::<6, true, false, false>(kc, a, bq, ldb, c, cq, rb, res, &s, pfs),
+                        7 => $tile::<7, true, false, false>(kc, a, bq, ldb, c, cq, rb, res, &s, pfs),
+                        _ => $tile::<8, true, false, false>(kc, a, bq, ldb, c, cq, rb, res, &s, pfs),
                     }
                 }
             }
@@ -362,14 +412,60 @@ macro_rules! gemm_kernels {
     };
 }
 
-gemm_kernels!(tile, kernel_column, kernel_row, "avx512f", fma_f32);
+gemm_kernels!(tile, kernel_column, kernel_row, "avx512f", fma_f32, true);
 gemm_kernels!(
     tile_bf16,
     kernel_column_bf16,
     kernel_row_bf16,
     "avx512f,avx512bf16",
-    dot_bf16
+    dot_bf16,
+    false
 );
+
+/// Stores the fused edge column of a tile: lane `i < M` of `edge` (row `i`'s product in
+/// column `col`) as `clamp(alpha·acc + beta·C + row_bias + col_bias + residual)`, in that order
+/// (that of the separate edge kernel's tail).
+///
+/// # Safety
+/// `c[i]` for `i < M` holds column `col`; `row_bias` is null or readable for `M` floats;
+/// `res` is null or points to `M` row slices, each holding column `col`.
+#[target_feature(enable = "avx512f")]
+#[inline]
+unsafe fn store_edge<const M: usize>(
+    edge: __m256,
+    c: &mut [&mut [f32]],
+    col: usize,
+    row_bias: *const f32,
+    res: *const &[f32],
+    s: &Store,
+) {
+    let mut lanes = [0.0f32; 8];
+    // SAFETY: `lanes` holds 8 floats.
+    unsafe { _mm256_storeu_ps(lanes.as_mut_ptr(), edge) };
+    for (i, &acc) in lanes.iter().enumerate().take(M) {
+        let x = &mut c[i][col];
+        let mut v = s.alpha * acc;
+        if s.beta != 0.0 {
+            v = x.mul_add(s.beta, v);
+        }
+        if !row_bias.is_null() {
+            // SAFETY: a non-null row bias holds M floats (contract).
+            v += unsafe { *row_bias.add(i) };
+        }
+        if let Some(b) = s.edge_bias {
+            v += b;
+        }
+        if !res.is_null() {
+            // SAFETY: a non-null `res` holds M row slices (contract), each holding `col`.
+            v += unsafe { (*res.add(i))[col] };
+        }
+        if let Some((lo, hi)) = s.clamp_bounds {
+            let y = if v < lo { lo } else { v };
+            v = if y > hi { hi } else { y };
+        }
+        *x = v;
+    }
+}
 
 /// `acc + a·b` per lane (one FMA).
 #[target_feature(enable = "avx512f")]
@@ -450,7 +546,8 @@ pub(super) unsafe fn edge_columns(
 ) -> [[f32; MR]; 8] {
     let mut out = [[0.0f32; MR]; 8];
     // Few columns take several partial sums over k each, so that enough FMA chains run at
-    // once; at most 12 accumulators, in the 16 registers 8-lane code can name.
+    // once (eight for one column: two FMA pipes of four cycles' latency); at most 12
+    // accumulators, in the 16 registers 8-lane code can name.
     macro_rules! go {
         ($n:literal, $u:literal) => {{
             // SAFETY: forwarded contract, `n` columns.
@@ -459,7 +556,7 @@ pub(super) unsafe fn edge_columns(
         }};
     }
     match n {
-        1 => go!(1, 4),
+        1 => go!(1, 8),
         2 => go!(2, 4),
         3 => go!(3, 4),
         4 => go!(4, 2),
