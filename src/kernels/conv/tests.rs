@@ -237,6 +237,21 @@ fn depthwise_random_shapes() {
             assert!(p.out_h() >= 56);
             check(isa, p, clip, &mut rng);
         }
+        // Rows at most 7 wide with one column of padding on the left: the AVX-512 kernel puts
+        // two planes in a vector, the odd last plane through the other kernels. Widths 1–7,
+        // 0–2 columns of padding on the right (outputs one narrower to one wider than the
+        // input), pads above and below of 0–2, heights around the four-row blocks.
+        for c in [2, 5, 8] {
+            for w in 1..=7 {
+                for (h, pad) in [(7, [1, 1, 1, 1]), (5, [0, 1, 2, 0]), (9, [2, 1, 0, 2])] {
+                    if w + pad[1] + pad[3] < 3 {
+                        continue;
+                    }
+                    let p = params(1 + c % 2, c, h, w, c, (3, 3), (1, 1), pad, (1, 1), c);
+                    check(isa, p, clip, &mut rng);
+                }
+            }
+        }
         // The AVX-512 3×3 rows compute blocks of four output rows, each input row feeding
         // every row of the block it reaches: heights around the block size, pads of 0 to 2
         // above and below (asymmetric), at strides 1 and 2.

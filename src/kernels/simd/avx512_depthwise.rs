@@ -47,9 +47,33 @@ pub(super) unsafe fn depthwise_planes<const S: usize>(
     bias: *const f32,
     out: *mut f32,
 ) {
+    // Planes at most 7 wide go two to a vector ([`depthwise_pairs_3x3`]); an odd last one
+    // takes the kernels below.
+    let (x, w, bias, out, planes) = if S == 1 && dw_pairs(g) && planes >= 2 {
+        let pairs = planes / 2;
+        // SAFETY: forwarded contract, for planes `0..2·pairs`.
+        unsafe { depthwise_pairs_3x3(g, pairs, x, w, bias, out) };
+        let done = 2 * pairs;
+        (
+            x.wrapping_add(done * g.in_plane),
+            w.wrapping_add(done * 9),
+            if bias.is_null() {
+                bias
+            } else {
+                bias.wrapping_add(done)
+            },
+            out.wrapping_add(done * g.out_plane),
+            planes - done,
+        )
+    } else {
+        (x, w, bias, out, planes)
+    };
+    if planes == 0 {
+        return;
+    }
     // Chosen once here: a choice per plane, with both variants of the rows inlined where it
     // is made, slowed the small planes by 6–9%.
-    // SAFETY: forwarded contract.
+    // SAFETY: forwarded contract (the planes left, from the first not done above).
     unsafe {
         if g.oh >= PREFETCH_MIN_ROWS {
             planes_with::<S, true>(g, planes, x, w, bias, out)
@@ -230,6 +254,117 @@ unsafe fn dw_inputs<const S: usize>(
         // SAFETY: as above.
         let hi = unsafe { _mm512_maskz_loadu_ps(m1, p.wrapping_add(16)) };
         _mm512_permutex2var_ps(lo, even_idx, hi)
+    }
+}
+
+/// Whether [`depthwise_pairs_3x3`] computes the planes of `g` (horizontal stride 1): a 3×3
+/// filter with vertical stride 1 and dilation 1, one column of padding on the left, and input
+/// and output rows at most 7 wide (MobileNet's 7×7 layers).
+fn dw_pairs(g: &DwPlane) -> bool {
+    dw_3x3_rows::<1>(g) && g.pad_left == 1 && (1..=7).contains(&g.in_w) && g.ow <= 7
+}
+
+/// `pairs` pairs of planes of [`depthwise_planes`] at horizontal stride 1 whose geometry
+/// passes [`dw_pairs`], two planes to a vector: lanes `1..=in_w` hold a row of the first
+/// plane, lanes `9..=8 + in_w` the same row of the second, and the lanes between read as
+/// zeros, which are the padding on either side of both. At 7×7, one plane to a vector used 7
+/// of its 16 lanes.
+///
+/// # Safety
+/// As [`depthwise_planes`] for `2·pairs` planes, with [`dw_pairs`] true.
+#[target_feature(enable = "avx512f")]
+unsafe fn depthwise_pairs_3x3(
+    g: &DwPlane,
+    pairs: usize,
+    x: *const f32,
+    w: *const f32,
+    bias: *const f32,
+    out: *mut f32,
+) {
+    let first: __mmask16 = ((1u16 << g.in_w) - 1) << 1;
+    let second = first << 8;
+    let out_first: __mmask16 = (1u16 << g.ow) - 1;
+    let out_second = out_first << 8;
+    let zero = _mm512_setzero_ps();
+    let clamp = g
+        .clamp
+        .map(|(lo, hi)| (_mm512_set1_ps(lo), _mm512_set1_ps(hi)));
+    // Two values, one per half.
+    let halves = |a: f32, b: f32| _mm512_mask_mov_ps(_mm512_set1_ps(a), 0xFF00, _mm512_set1_ps(b));
+    for pair in 0..pairs {
+        let c = 2 * pair;
+        // SAFETY: planes `c` and `c + 1` are inside the buffers (contract).
+        let (xa, xb, oa, ob, wc) = unsafe {
+            (
+                x.add(c * g.in_plane),
+                x.add((c + 1) * g.in_plane),
+                out.add(c * g.out_plane),
+                out.add((c + 1) * g.out_plane),
+                w.add(c * 9),
+            )
+        };
+        // SAFETY: `w` holds both filters' 9 floats, a non-null `bias` both biases (contract).
+        let wv: [__m512; 9] =
+            std::array::from_fn(|t| unsafe { halves(*wc.add(t), *wc.add(9 + t)) });
+        let bv = if bias.is_null() {
+            zero
+        } else {
+            // SAFETY: as above.
+            unsafe { halves(*bias.add(c), *bias.add(c + 1)) }
+        };
+        let mut oy0 = 0;
+        while oy0 < g.oh {
+            let mut acc = [bv; DW_ROWS];
+            let top = oy0 as isize - g.pad_top as isize;
+            for j in 0..DW_ROWS + 2 {
+                let iy = top + j as isize;
+                if iy < 0 || iy >= g.in_h as isize {
+                    continue;
+                }
+                let at = iy as usize * g.in_w;
+                // SAFETY: the masks select columns `0..in_w` of row `iy < in_h` of both planes
+                // (lane 1 + i of the first, lane 9 + i of the second, for column i); masked-off
+                // lanes are not accessed, and `wrapping_sub` keeps the address arithmetic
+                // defined.
+                let v0 = unsafe {
+                    let a = _mm512_maskz_loadu_ps(first, xa.add(at).wrapping_sub(1));
+                    _mm512_mask_loadu_ps(a, second, xb.add(at).wrapping_sub(9))
+                };
+                let shift = |v: __m512, n: usize| {
+                    let (v, z) = (_mm512_castps_si512(v), _mm512_castps_si512(zero));
+                    _mm512_castsi512_ps(if n == 1 {
+                        _mm512_alignr_epi32::<1>(z, v)
+                    } else {
+                        _mm512_alignr_epi32::<2>(z, v)
+                    })
+                };
+                let taps = [v0, shift(v0, 1), shift(v0, 2)];
+                for (r, acc) in acc.iter_mut().enumerate() {
+                    let Some(ky) = j.checked_sub(r).filter(|&ky| ky < 3) else {
+                        continue;
+                    };
+                    for (kx, &v) in taps.iter().enumerate() {
+                        *acc = _mm512_fmadd_ps(wv[ky * 3 + kx], v, *acc);
+                    }
+                }
+            }
+            for (r, &sum) in acc.iter().enumerate().take(g.oh - oy0) {
+                let mut v = sum;
+                if let Some((lo, hi)) = clamp {
+                    // max(lo, v) and min(hi, v) return v when it is NaN (the second operand).
+                    v = _mm512_min_ps(hi, _mm512_max_ps(lo, v));
+                }
+                let at = (oy0 + r) * g.ow;
+                // SAFETY: lanes `0..ow` are row `oy0 + r < oh` of the first output plane,
+                // lanes `8..8 + ow` the same row of the second; masked-off lanes are not
+                // accessed.
+                unsafe {
+                    _mm512_mask_storeu_ps(oa.add(at), out_first, v);
+                    _mm512_mask_storeu_ps(ob.add(at).wrapping_sub(8), out_second, v);
+                }
+            }
+            oy0 += DW_ROWS;
+        }
     }
 }
 
