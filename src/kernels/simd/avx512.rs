@@ -334,7 +334,7 @@ macro_rules! gemm_kernels {
                 }
                 // SAFETY: panel `p` of `a` and rows `8p ..` of `c`, of the row bias and of the
                 // residual are in range (contract); `rows.len()` is the tile height, and the narrow
-                // tile is used only when `nr ≤ 16`.
+                // tile is used only when `nr ≤ 16`, or with its fused edge column when `nr = 17`.
                 unsafe {
                     if e1 {
                         go!(false, true)
