@@ -40,8 +40,11 @@ const CHANNEL_UNIT: usize = 8;
 
 /// Output rows each thread takes at least when a projected block splits its rows between the
 /// threads: each part computes the pointwise rows its windows share with the next part's
-/// again, (reach − stride) rows.
-const PART_MIN_ROWS: usize = 16;
+/// again, (reach − stride) rows. 12 lets two threads split a 28² block (MobileNetV2's 32→192→32
+/// blocks, whose intermediates fit L2 and run unbanded on one thread: per node 0.91× the time
+/// of three parallel layers, four interleaved runs of 300); its 14² blocks, one recomputed row
+/// in seven, ran 1.05× slower split.
+const PART_MIN_ROWS: usize = 12;
 
 /// `Y = act(depthwise(act₁(pointwise(X))))` for a 1×1 convolution with stride 1 and no padding
 /// followed by a depthwise convolution of its output, computed in bands of output rows (see
@@ -270,7 +273,14 @@ impl PointwiseDepthwise {
         }
         let (oh, plane) = (p2.out_h(), p2.out_h() * p2.out_w());
         let parts = rayon::current_num_threads();
-        if !self.banded(act) || (parts > 1 && oh < parts * PART_MIN_ROWS) {
+        // Split between threads by rows, each part's bands in L2 whatever the intermediate's
+        // size: one parallel region for the block instead of one per layer (and per K block).
+        let banded = if parts > 1 {
+            oh >= parts * PART_MIN_ROWS && self.bands_apply(act)
+        } else {
+            self.banded(act)
+        };
+        if !banded {
             scratch::with_f32(p2.output_len(), |mid| {
                 self.run(input, mid, act);
                 proj.run_with_residual(mid, output, residual, proj_act);
@@ -354,8 +364,8 @@ impl PointwiseDepthwise {
         self.run_channels(x, (0, self.depthwise.p.in_channels), (r0, r1), act, target);
     }
 
-    /// Whether the pair runs in bands (with the depthwise activation `act`): an intermediate
-    /// beyond L2, input channels, an activation the plane kernel clamps in its stores, and a
+    /// Whether the pair runs in bands on one thread (with the depthwise activation `act`): an
+    /// intermediate beyond L2, input channels, an activation the plane kernel clamps in its stores, and a
     /// plane kernel for the geometry.
     ///
     /// With the projection as well, the same threshold: from a quarter of it, MobileNetV2's
@@ -369,11 +379,17 @@ impl PointwiseDepthwise {
             Some(_) => p2.in_channels * p2.in_h * p2.in_w,
             None => p2.output_len() / p2.batch,
         };
-        mid * size_of::<f32>() >= self.band_bytes.1
-            && self
-                .pointwise
-                .as_ref()
-                .is_none_or(|pw| pw.conv.p.in_channels > 0)
+        mid * size_of::<f32>() >= self.band_bytes.1 && self.bands_apply(act)
+    }
+
+    /// Whether bands can compute the pair at all (whatever the intermediate's size): input
+    /// channels, an activation the plane kernel clamps in its stores, and a plane kernel for
+    /// the geometry.
+    fn bands_apply(&self, act: Activation) -> bool {
+        let p2 = &self.depthwise.p;
+        self.pointwise
+            .as_ref()
+            .is_none_or(|pw| pw.conv.p.in_channels > 0)
             && (act == Activation::None || act.clamp_bounds().is_some())
             && depthwise::plane_geometry(p2).is_some_and(|g| g.has_kernel(self.depthwise.isa))
     }
@@ -557,17 +573,10 @@ fn project(
     gemm::sgemm_packed_a_with(false, 1.0, &weights[0], b, 0.0, output, ld, &ep);
 }
 
-/// Output rows `r0..r1` of part `k` of `parts` over `oh` rows: the boundaries on multiples of
-/// four rows (the depthwise plane kernels' step), the last part to the end.
+/// Output rows `r0..r1` of part `k` of `parts` over `oh` rows, as even as whole rows allow
+/// (boundaries rounded to the plane kernels' four-row step split a 28-row block 12 + 16).
 fn part_rows(k: usize, parts: usize, oh: usize) -> (usize, usize) {
-    let start = |k: usize| {
-        if k >= parts {
-            oh
-        } else {
-            k * oh / parts / 4 * 4
-        }
-    };
-    (start(k), start(k + 1))
+    (k * oh / parts, (k + 1) * oh / parts)
 }
 
 /// Output rows per band: the most whose input window (`(rows − 1)·stride + reach` rows of
