@@ -589,7 +589,8 @@ fn run_task(
                         beta,
                         &tail,
                     );
-                    apply_rest(isa, rest, rows, 0..full * nr);
+                    let each = rows.iter_mut().map(|r| &mut **r);
+                    apply_rest(isa, rest, each, 0..full * nr);
                     full
                 }
                 _ => 0,
@@ -597,11 +598,17 @@ fn run_task(
         } else {
             0
         };
+        // The rows' lengths (and the residual's, added on the last K block) checked once for
+        // all the columns.
+        let residual = match ep {
+            Some(_) => t.residual.get(r0..r1).unwrap_or(&[]),
+            None => &[],
+        };
+        let rows = &mut simd::CheckedRows::new(&mut t.rows[r0..r1], residual, width);
         for jp in full..width.div_ceil(nr) {
             let col = jp * nr;
             let nr_eff = nr.min(width - col);
             let j = jc + t.j0 + col;
-            let rows = &mut t.rows[r0..r1];
             // The next column's micro-panel, prefetched by this one: of a B read in place,
             // whose rows are far apart (into L1), and of a packed B over more than one A
             // micro-panel (into L2: prepacked weights come from memory, and their panels were
@@ -621,8 +628,7 @@ fn run_task(
             };
             let mut column = |b_micro: &[f32], ldb: usize| {
                 let a_rows = &a_task[..rows.len().div_ceil(mr) * kc * mr];
-                let rs = (t.i0 + r0, t.residual.get(r0..r1).unwrap_or(&[]));
-                let tail = tile_tail(ep, rs, j..j + nr_eff, clamp, next_b);
+                let tail = tile_tail(ep, (t.i0 + r0, &[]), j..j + nr_eff, clamp, next_b);
                 simd::micro_column(
                     (isa, dot),
                     kc,
@@ -636,7 +642,7 @@ fn run_task(
                     beta,
                     &tail,
                 );
-                apply_rest(isa, rest, rows, col..col + nr_eff);
+                apply_rest(isa, rest, rows.iter_mut(), col..col + nr_eff);
             };
             match b_pan {
                 BBlock::Packed(p) => column(&p[(t.j0 / nr + jp) * kc * nr..], nr),
@@ -698,13 +704,18 @@ fn tile_tail<'a>(
 
 /// Applies `act` (the activation the tiles did not fuse; none: nothing) to columns `cols` of
 /// the just-stored `rows` of C, while they are in L1.
-fn apply_rest(isa: Isa, act: Activation, rows: &mut [&mut [f32]], cols: std::ops::Range<usize>) {
+fn apply_rest<'r>(
+    isa: Isa,
+    act: Activation,
+    rows: impl Iterator<Item = &'r mut [f32]>,
+    cols: std::ops::Range<usize>,
+) {
     if act != Activation::None {
         simd::vectorize(
             isa,
             #[inline(always)]
             || {
-                for row in rows.iter_mut() {
+                for row in rows {
                     act.apply_inline(&mut row[cols.clone()]);
                 }
             },
