@@ -325,17 +325,26 @@ fn direct_path_random_shapes() {
     }
     assert_eq!(direct, want_direct);
     assert!(direct > 100);
-    // A stem large enough to split its channel blocks between threads, in pools of 2 and 3
-    // (blocks shared unevenly; with fewer than two blocks a thread, each block's rows cut in
-    // pieces too), with MobileNetV2's Clip(0, 6).
+    // Stems large enough to run in parallel, in pools of 2 and 3, with MobileNetV2's
+    // Clip(0, 6): at most 32 channels split their rows between the threads (halves of halves,
+    // uneven at 3); more channels (72), or too few rows for every thread (a 12-row image),
+    // split the channel blocks (shared unevenly; with fewer than two blocks a thread, each
+    // block's rows cut in pieces too).
     let clip6 = Activation::Clip { min: 0.0, max: 6.0 };
     for threads in [2, 3] {
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(threads)
             .build()
             .unwrap();
-        for (oc, s) in [(32, 2), (21, 1), (4, 1), (6, 2)] {
-            let p = params(2, 3, 64, 62, oc, (3, 3), (s, s), [1, 1, 1, 1], (1, 1), 1);
+        for (oc, s, h) in [
+            (32, 2, 64),
+            (21, 1, 64),
+            (4, 1, 64),
+            (6, 2, 64),
+            (72, 1, 40),
+            (13, 1, 12),
+        ] {
+            let p = params(2, 3, h, 62, oc, (3, 3), (s, s), [1, 1, 1, 1], (1, 1), 1);
             assert!(direct_input(isa, &p).is_some());
             pool.install(|| check(isa, p, clip6, &mut rng));
         }
