@@ -364,9 +364,9 @@ impl PointwiseDepthwise {
         self.run_channels(x, (0, self.depthwise.p.in_channels), (r0, r1), act, target);
     }
 
-    /// Whether the pair runs in bands on one thread (with the depthwise activation `act`): an
-    /// intermediate beyond L2, input channels, an activation the plane kernel clamps in its stores, and a
-    /// plane kernel for the geometry.
+    /// Whether the pair runs in bands (with the depthwise activation `act`): an intermediate
+    /// beyond L2, and [`Self::bands_apply`]. (A projected block on several threads needs only
+    /// the latter and rows enough for its parts: [`Self::run_projected`].)
     ///
     /// With the projection as well, the same threshold: from a quarter of it, MobileNetV2's
     /// blocks at 28² and 14² (intermediates of 0.3–0.6 MB) ran slower banded (in the model at 1
@@ -574,7 +574,7 @@ fn project(
 }
 
 /// Output rows `r0..r1` of part `k` of `parts` over `oh` rows, as even as whole rows allow
-/// (boundaries rounded to the plane kernels' four-row step split a 28-row block 12 + 16).
+/// (boundaries rounded down to the plane kernels' four-row step had split 28 rows 12 + 16).
 fn part_rows(k: usize, parts: usize, oh: usize) -> (usize, usize) {
     (k * oh / parts, (k + 1) * oh / parts)
 }

@@ -176,7 +176,8 @@ fn split_rows_first<'a>(
     let n = rows.len();
     if parts > 1 && n >= 2 * PART_MIN_ROWS {
         let mid = rows.start + n / 2;
-        let at = (mid - rows.start) * rows_of(0).g.ow;
+        let ow = rows_of(0).g.ow;
+        let at = (mid - rows.start) * ow;
         let mut lo: [&mut [f32]; ROWS_FIRST_MAX_CHANNELS] =
             std::array::from_fn(|_| Default::default());
         let mut hi: [&mut [f32]; ROWS_FIRST_MAX_CHANNELS] =
