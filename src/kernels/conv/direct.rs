@@ -27,7 +27,7 @@ const PART_MIN_ROWS: usize = 8;
 const OCB: usize = simd::DIRECT_OCB;
 
 /// Most output channels of a convolution whose threads split its rows rather than its
-/// channels (the planes' pieces of a part are held in an array of this size). MobileNetV2's
+/// channels (the planes' pieces of a part are held in arrays of this size, [`split_rows`]). MobileNetV2's
 /// 32-channel stem feeds a block that splits its rows too; split by rows, that block took 0.93×
 /// the time at 2 threads (per node, twelve interleaved pairs of 150 runs) and the stem 0.98×.
 /// ResNet-50's 64-channel stem feeds a max pool that splits channels: split by rows, the stem
@@ -137,12 +137,16 @@ pub(super) fn run(
                 *piece = o;
             }
             let planes = &mut planes[..p.out_channels];
-            return split_rows_first(&rows_of, 0..oh, planes, threads);
+            return split_rows(&rows_of, 0..oh, planes, threads);
         }
         let block = |(b, o): (usize, &mut [f32])| {
-            let mut planes = o.chunks_mut(plane);
-            let dst = std::array::from_fn(|_| planes.next().unwrap_or_default());
-            rows_of(b).split(0..oh, dst, parts);
+            let mut planes: [&mut [f32]; OCB] = Default::default();
+            let mut n = 0;
+            for (piece, o) in planes.iter_mut().zip(o.chunks_mut(plane)) {
+                *piece = o;
+                n += 1;
+            }
+            split_rows(&|i| rows_of(b + i), 0..oh, &mut planes[..n], parts);
         };
         if par {
             out.par_chunks_mut(OCB * plane).enumerate().for_each(block);
@@ -164,20 +168,24 @@ pub(super) fn run(
     }
 }
 
-/// Output rows `rows` of every channel of one image into `planes` (each channel's pieces of
-/// those rows), in `parts` pieces of rows run in parallel (recursive halves), each computing
-/// all the blocks of channels (`rows_of(b)`) of its rows.
-fn split_rows_first<'a>(
+/// Output rows `rows` of the channels in `planes` (each channel's pieces of those rows, at
+/// most [`ROWS_FIRST_MAX_CHANNELS`]), in `parts` pieces of rows run in parallel (recursive
+/// halves, at least [`PART_MIN_ROWS`] rows each), each computing its rows of every block of
+/// [`OCB`] channels (block `b` through `rows_of(b)`).
+fn split_rows<'a>(
     rows_of: &(impl Fn(usize) -> Rows<'a> + Sync),
     rows: Range<usize>,
     planes: &mut [&mut [f32]],
     parts: usize,
 ) {
+    assert!(
+        planes.len() <= ROWS_FIRST_MAX_CHANNELS,
+        "conv2d: too many planes to split"
+    );
     let n = rows.len();
     if parts > 1 && n >= 2 * PART_MIN_ROWS {
         let mid = rows.start + n / 2;
-        let ow = rows_of(0).g.ow;
-        let at = (mid - rows.start) * ow;
+        let at = (mid - rows.start) * rows_of(0).g.ow;
         let mut lo: [&mut [f32]; ROWS_FIRST_MAX_CHANNELS] =
             std::array::from_fn(|_| Default::default());
         let mut hi: [&mut [f32]; ROWS_FIRST_MAX_CHANNELS] =
@@ -187,15 +195,17 @@ fn split_rows_first<'a>(
         }
         let c = planes.len();
         rayon::join(
-            || split_rows_first(rows_of, rows.start..mid, &mut lo[..c], parts / 2),
-            || split_rows_first(rows_of, mid..rows.end, &mut hi[..c], parts - parts / 2),
+            || split_rows(rows_of, rows.start..mid, &mut lo[..c], parts / 2),
+            || split_rows(rows_of, mid..rows.end, &mut hi[..c], parts - parts / 2),
         );
         return;
     }
     for (b, block) in planes.chunks_mut(OCB).enumerate() {
         let mut pieces = block.iter_mut().map(std::mem::take);
-        let dst = std::array::from_fn(|_| pieces.next().unwrap_or_default());
-        rows_of(b).split(rows.clone(), dst, 1);
+        rows_of(b).compute(
+            rows.clone(),
+            std::array::from_fn(|_| pieces.next().unwrap_or_default()),
+        );
     }
 }
 
@@ -213,24 +223,8 @@ struct Rows<'a> {
 
 impl Rows<'_> {
     /// Output rows `rows` of the block into `out` (each channel's rows, or empty past the
-    /// last channel), in `parts` pieces of rows run in parallel (recursive halves, at least
-    /// [`PART_MIN_ROWS`] rows each).
-    fn split(&self, rows: Range<usize>, out: [&mut [f32]; OCB], parts: usize) {
-        let n = rows.len();
-        if parts > 1 && n >= 2 * PART_MIN_ROWS {
-            let mid = rows.start + n / 2;
-            let at = (mid - rows.start) * self.g.ow;
-            let mut lo: [&mut [f32]; OCB] = Default::default();
-            let mut hi: [&mut [f32]; OCB] = Default::default();
-            for (i, o) in out.into_iter().enumerate() {
-                (lo[i], hi[i]) = o.split_at_mut(at.min(o.len()));
-            }
-            rayon::join(
-                || self.split(rows.start..mid, lo, parts / 2),
-                || self.split(mid..rows.end, hi, parts - parts / 2),
-            );
-            return;
-        }
+    /// last channel).
+    fn compute(&self, rows: Range<usize>, out: [&mut [f32]; OCB]) {
         let clamp = self.act.clamp_bounds();
         let mut out = out;
         let done = simd::direct_rows(

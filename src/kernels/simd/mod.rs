@@ -21,12 +21,14 @@ mod direct;
 mod max_pool;
 mod pack;
 mod portable;
+mod rows;
 
 pub(crate) use direct::{direct_rows, direct_weights, has_direct, DirectGeometry, DIRECT_OCB};
 pub(crate) use max_pool::{
     has_max_pool_stride2, max_pool_plane_stride2, MaxPoolPlane, MAX_POOL_ROWS,
 };
 pub(crate) use pack::{bf16_pairs, interleave_rows8};
+pub(crate) use rows::CheckedRows;
 
 /// Register tile height (rows of C) of the micro-kernel of `isa`.
 pub(crate) const fn mr(isa: Isa) -> usize {
@@ -134,50 +136,6 @@ impl<'a> RawTail<'a> {
             clamp: tail.clamp,
             next_b: nonempty_ptr(tail.next_b),
         }
-    }
-}
-
-/// Rows of C, with the residual's rows beside them, whose lengths were checked once for all
-/// the columns of a task: [`micro_column`] then only checks that its columns lie within
-/// `width`. (Checking up to 192 rows, and as many residual rows, for every 32-wide column took
-/// 1% of MobileNetV2's samples at 1 thread.) The rows are reached only through
-/// [`CheckedRows::iter_mut`], which lends their contents, never the slots: their lengths stay
-/// as checked.
-pub(crate) struct CheckedRows<'r, 'c, 'z> {
-    rows: &'r mut [&'c mut [f32]],
-    residual: &'z [&'z [f32]],
-    width: usize,
-}
-
-impl<'r, 'c, 'z> CheckedRows<'r, 'c, 'z> {
-    /// `rows` and `residual` (empty, or a piece per row) checked to hold `width` floats each;
-    /// panics where one is shorter.
-    pub(crate) fn new(
-        rows: &'r mut [&'c mut [f32]],
-        residual: &'z [&'z [f32]],
-        width: usize,
-    ) -> Self {
-        assert!(rows.iter().all(|r| r.len() >= width));
-        assert!(
-            residual.is_empty()
-                || (residual.len() >= rows.len()
-                    && residual.iter().take(rows.len()).all(|r| r.len() >= width))
-        );
-        CheckedRows {
-            rows,
-            residual,
-            width,
-        }
-    }
-
-    /// The number of rows.
-    pub(crate) fn len(&self) -> usize {
-        self.rows.len()
-    }
-
-    /// The rows' contents.
-    pub(crate) fn iter_mut(&mut self) -> impl Iterator<Item = &mut [f32]> + use<'_, 'c> {
-        self.rows.iter_mut().map(|r| &mut **r)
     }
 }
 
