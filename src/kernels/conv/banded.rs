@@ -21,11 +21,13 @@
 //! ([`PointwiseDepthwise::depthwise_only`]).
 #![forbid(unsafe_code)]
 
+use std::sync::OnceLock;
+
 use rayon::prelude::*;
 
 use super::{Conv2d, ConvFilters, GemmInput, Path};
 use crate::kernels::activation::Activation;
-use crate::kernels::gemm::{self, Bias, Epilogue, MatRef};
+use crate::kernels::gemm::{self, Bias, Epilogue, MatRef, PackedA};
 use crate::kernels::{depthwise, scratch, simd, KernelError};
 
 /// Bytes of pointwise output rows a band's buffer is sized for (per thread; L2 is 1 MiB on
@@ -46,6 +48,13 @@ const CHANNEL_UNIT: usize = 8;
 /// in seven, ran 1.05× slower split.
 const PART_MIN_ROWS: usize = 12;
 
+/// The most threads among which a projected block too short to split its rows splits its
+/// channels and the projection's shared dimension ([`PointwiseDepthwise::run_split`]). Each
+/// part writes a partial sum of the whole output, which the caller then adds up, so the
+/// traffic grows with the parts while the work of each shrinks; beyond this many the block
+/// runs as three parallel layers. (Measured at 2 threads only.)
+const SPLIT_MAX_PARTS: usize = 4;
+
 /// `Y = act(depthwise(act₁(pointwise(X))))` for a 1×1 convolution with stride 1 and no padding
 /// followed by a depthwise convolution of its output, computed in bands of output rows (see
 /// the module documentation).
@@ -61,6 +70,19 @@ pub struct PointwiseDepthwise {
     /// [`BAND_BYTES`] and [`BANDED_MIN_BYTES`] (smaller in tests, to cover many bands on small
     /// images).
     band_bytes: (usize, usize),
+    /// The projection's weights split for `parts` threads (index `parts`), made on the first
+    /// run that splits that way ([`PointwiseDepthwise::run_split`]).
+    splits: [OnceLock<ProjectionSplit>; SPLIT_MAX_PARTS + 1],
+}
+
+/// A projection split along its shared dimension (the depthwise output's channels) between
+/// threads: part `k` takes channels `channels[k]`, `expand[k]` holds those rows of the
+/// expansion's weights and `weights[k]` those columns of the projection's, packed.
+#[derive(Clone, Debug)]
+struct ProjectionSplit {
+    channels: Vec<(usize, usize)>,
+    expand: Vec<PackedA>,
+    weights: Vec<PackedA>,
 }
 
 /// The expansion of a [`PointwiseDepthwise`].
@@ -77,12 +99,14 @@ struct Pointwise {
 enum Target<'a> {
     /// Into its planes of the output (from plane `c0` on).
     Planes(&'a mut [f32]),
-    /// Into a buffer of the band's rows, which the projection (all channels) then reads:
-    /// `output = act(projection(band) + bias + residual)`, the band's rows of every output
-    /// plane. `output` holds output rows from `first_row` on, each plane `out_ld` floats
-    /// after the one before; `residual` is the image's, in the output's layout.
+    /// Into a buffer of the band's rows, which the projection then reads:
+    /// `output = act(weights · band + bias + residual)`, the band's rows of every output
+    /// plane. `weights` are the projection's columns for the band's channels (all of them, or
+    /// a thread's part); `output` holds output rows from `first_row` on, each plane `out_ld`
+    /// floats after the one before; `residual` is the image's, in the output's layout.
     Project {
-        conv: &'a Conv2d,
+        weights: &'a PackedA,
+        bias: Option<&'a [f32]>,
         residual: Option<&'a [f32]>,
         output: &'a mut [f32],
         out_ld: usize,
@@ -130,6 +154,7 @@ impl PointwiseDepthwise {
             depthwise,
             projection: None,
             band_bytes: (BAND_BYTES, BANDED_MIN_BYTES),
+            splits: Default::default(),
         })
     }
 
@@ -148,6 +173,7 @@ impl PointwiseDepthwise {
             depthwise,
             projection: None,
             band_bytes: (BAND_BYTES, BANDED_MIN_BYTES),
+            splits: Default::default(),
         })
     }
 
@@ -233,7 +259,7 @@ impl PointwiseDepthwise {
             let part = |(i, o): (usize, &mut [f32])| {
                 let c0 = i * part_c;
                 let channels = (c0, c0 + o.len() / out_len);
-                self.run_channels(x, channels, (0, p2.out_h()), act, Target::Planes(o));
+                self.run_channels(x, channels, None, (0, p2.out_h()), act, Target::Planes(o));
             };
             if parts > 1 {
                 out.par_chunks_mut(part_c * out_len)
@@ -281,6 +307,10 @@ impl PointwiseDepthwise {
             self.banded(act)
         };
         if !banded {
+            if let Some(split) = self.projection_split(parts, act) {
+                self.run_split(input, residual, output, (act, proj_act), split);
+                return;
+            }
             scratch::with_f32(p2.output_len(), |mid| {
                 self.run(input, mid, act);
                 proj.run_with_residual(mid, output, residual, proj_act);
@@ -312,6 +342,106 @@ impl PointwiseDepthwise {
                 });
             });
         }
+    }
+
+    /// The projection split between `parts` threads by channels, when a projected block too
+    /// short to split its rows takes that way: an expansion before the depthwise convolution
+    /// (without one, the depthwise input is the block's input and nothing would stay on the
+    /// core that made it), at most [`SPLIT_MAX_PARTS`] parts of at least one channel unit,
+    /// and bands that apply ([`Self::bands_apply`]).
+    fn projection_split(&self, parts: usize, act: Activation) -> Option<&ProjectionSplit> {
+        let mid_c = self.depthwise.p.in_channels;
+        let usable = (2..=SPLIT_MAX_PARTS).contains(&parts)
+            && mid_c >= parts * CHANNEL_UNIT
+            && self.pointwise.is_some()
+            && self.bands_apply(act);
+        let proj = self.projection.as_ref().filter(|_| usable)?;
+        let pw = self.pointwise.as_ref()?;
+        let ConvFilters::Packed(weights) = &*proj.filters else {
+            unreachable!("a 1×1 convolution has packed filters")
+        };
+        Some(self.splits[parts].get_or_init(|| {
+            let units = mid_c.div_ceil(CHANNEL_UNIT);
+            let edge = |k: usize| (k * units / parts * CHANNEL_UNIT).min(mid_c);
+            let channels: Vec<_> = (0..parts).map(|k| (edge(k), edge(k + 1))).collect();
+            let cin = pw.conv.p.in_channels;
+            let expand = (channels.iter())
+                .map(|&(c0, c1)| {
+                    let rows = &pw.weights[c0 * cin..c1 * cin];
+                    PackedA::with_isa(pw.conv.isa, MatRef::row_major(rows, c1 - c0, cin))
+                })
+                .collect();
+            let weights = (channels.iter())
+                .map(|&(c0, c1)| weights[0].columns(c0, c1))
+                .collect();
+            ProjectionSplit {
+                channels,
+                expand,
+                weights,
+            }
+        }))
+    }
+
+    /// [`Self::run_projected`] split between threads by channels: part `k` computes the
+    /// expansion and depthwise planes of its channels and the projection's sum over them
+    /// alone, part 0 into the output (with the bias and residual), the others into scratch;
+    /// their sums are then added into the output, and the projection's activation applied.
+    /// Each thread reads only the planes it made, and the block is one parallel region where
+    /// three layers on their own make three (the threads of each reading planes the other
+    /// made).
+    fn run_split(
+        &self,
+        input: &[f32],
+        residual: Option<&[f32]>,
+        output: &mut [f32],
+        (act, proj_act): (Activation, Activation),
+        split: &ProjectionSplit,
+    ) {
+        let proj = self.projection.as_ref().expect("checked by run_projected");
+        let (p2, p3) = (&self.depthwise.p, &proj.p);
+        let (in_len, out_len) = (self.input_len() / p2.batch, p3.output_len() / p3.batch);
+        let (oh, plane) = (p2.out_h(), p2.out_h() * p2.out_w());
+        let parts = split.channels.len();
+        scratch::with_f32((parts - 1) * out_len, |partials| {
+            for (i, (x, out)) in input
+                .chunks_exact(in_len)
+                .zip(output.chunks_exact_mut(out_len))
+                .enumerate()
+            {
+                let part = |k: usize, dst: &mut [f32]| {
+                    let target = Target::Project {
+                        weights: &split.weights[k],
+                        bias: proj.bias.as_deref().filter(|_| k == 0),
+                        residual: residual
+                            .filter(|_| k == 0)
+                            .map(|z| &z[i * out_len..(i + 1) * out_len]),
+                        output: dst,
+                        out_ld: plane,
+                        first_row: 0,
+                        act: Activation::None,
+                    };
+                    let expand = Some(&split.expand[k]);
+                    self.run_channels(x, split.channels[k], expand, (0, oh), act, target);
+                };
+                rayon::join(
+                    || part(0, out),
+                    || {
+                        (partials.par_chunks_mut(out_len).enumerate())
+                            .for_each(|(k, dst)| part(k + 1, dst))
+                    },
+                );
+                simd::vectorize(
+                    proj.isa,
+                    #[inline(always)]
+                    || {
+                        for sum in partials.chunks_exact(out_len) {
+                            out.iter_mut().zip(sum).for_each(|(o, s)| *o += s);
+                        }
+                    },
+                );
+                proj_act.apply_isa(proj.isa, out);
+            }
+        });
     }
 
     /// Parts `k0..k1` of `parts` (output row ranges, [`part_rows`]) of one image's projected
@@ -353,15 +483,21 @@ impl PointwiseDepthwise {
         (r0, r1): (usize, usize),
         (act, proj_act): (Activation, Activation),
     ) {
+        let proj = self.projection.as_ref().expect("checked by run_projected");
+        let ConvFilters::Packed(weights) = &*proj.filters else {
+            unreachable!("a 1×1 convolution has packed filters")
+        };
         let target = Target::Project {
-            conv: self.projection.as_ref().expect("checked by run_projected"),
+            weights: &weights[0],
+            bias: proj.bias.as_deref(),
             residual,
             output,
             out_ld: (r1 - r0) * self.depthwise.p.out_w(),
             first_row: r0,
             act: proj_act,
         };
-        self.run_channels(x, (0, self.depthwise.p.in_channels), (r0, r1), act, target);
+        let channels = (0, self.depthwise.p.in_channels);
+        self.run_channels(x, channels, None, (r0, r1), act, target);
     }
 
     /// Whether the pair runs in bands (with the depthwise activation `act`): an intermediate
@@ -395,11 +531,13 @@ impl PointwiseDepthwise {
     }
 
     /// Output rows `r0..r1` of depthwise output planes `c0..c1` of one image from its input
-    /// `x`, band by band, into `target`.
+    /// `x`, band by band, into `target`. `expand` holds the expansion's weights for those
+    /// channels, packed; without it each band's GEMM packs them from [`Pointwise::weights`].
     fn run_channels(
         &self,
         x: &[f32],
         (c0, c1): (usize, usize),
+        expand: Option<&PackedA>,
         (r0, r1): (usize, usize),
         act: Activation,
         mut target: Target,
@@ -408,6 +546,8 @@ impl PointwiseDepthwise {
         let isa = self.depthwise.isa;
         let (h, w, ch) = (p2.in_h, p2.in_w, c1 - c0);
         let (oh, ow, s) = (p2.out_h(), p2.out_w(), p2.stride_h);
+        // The residual's planes (the image's output planes) are this far apart.
+        let plane = oh * ow;
         let reach = (p2.kernel_h - 1) * p2.dilation_h + 1;
         // Projecting, the band's depthwise rows take a second buffer (in L2 beside the first:
         // halving the budget to fit both in 384 KiB made MobileNetV2's banded blocks 2–6%
@@ -442,7 +582,7 @@ impl PointwiseDepthwise {
                     let lo = (oy0 * s).saturating_sub(p2.pad_top).min(hi);
                     let source: &[f32] = match &self.pointwise {
                         Some(pw) => {
-                            pw.rows_into(buf, (cap, held), (lo, hi), x, (c0, c1));
+                            pw.rows_into(buf, (cap, held), (lo, hi), x, (c0, c1, expand));
                             held = (lo, hi);
                             buf
                         }
@@ -477,7 +617,8 @@ impl PointwiseDepthwise {
                         "pointwise-depthwise: the plane kernel declined a band"
                     );
                     if let Target::Project {
-                        conv,
+                        weights,
+                        bias,
                         residual,
                         output,
                         out_ld,
@@ -488,7 +629,12 @@ impl PointwiseDepthwise {
                         let cols = (oy1 - oy0) * ow;
                         let c = &mut output[(oy0 - *first_row) * ow..];
                         let z = residual.map(|z| &z[oy0 * ow..]);
-                        project(conv, &band[..ch * cols], cols, (c, *out_ld), z, *act);
+                        let ep = Epilogue {
+                            bias: bias.map_or(Bias::None, Bias::PerRow),
+                            residual: z.map(|z| (z, plane)),
+                            activation: *act,
+                        };
+                        project(weights, &band[..ch * cols], cols, (c, *out_ld), &ep);
                     }
                 }
             })
@@ -499,14 +645,15 @@ impl PointwiseDepthwise {
 impl Pointwise {
     /// Makes the buffer's planes (`cap` rows each, of pointwise output channels `c0..c1`)
     /// hold input rows `lo..hi` of the image `x`, the buffer holding rows `held` before: the
-    /// rows both share move to the top, the others are computed by the pointwise GEMM.
+    /// rows both share move to the top, the others are computed by the pointwise GEMM (with
+    /// `packed`, those channels' weights packed, when given).
     fn rows_into(
         &self,
         buf: &mut [f32],
         (cap, held): (usize, (usize, usize)),
         (lo, hi): (usize, usize),
         x: &[f32],
-        (c0, c1): (usize, usize),
+        (c0, c1, packed): (usize, usize, Option<&PackedA>),
     ) {
         let p1 = &self.conv.p;
         let (h, w, cin, ch) = (p1.in_h, p1.in_w, p1.in_channels, c1 - c0);
@@ -528,7 +675,6 @@ impl Pointwise {
                 residual: None,
                 activation: self.act,
             };
-            let a = MatRef::row_major(&self.weights[c0 * cin..c1 * cin], ch, cin);
             let b = MatRef {
                 data: &x[first * w..],
                 rows: cin,
@@ -537,40 +683,35 @@ impl Pointwise {
                 col_stride: 1,
             };
             let c = &mut buf[keep * w..];
-            gemm::sgemm_with(self.conv.isa, false, 1.0, a, b, 0.0, c, cap * w, &ep);
+            match packed {
+                Some(a) => gemm::sgemm_packed_a_with(false, 1.0, a, b, 0.0, c, cap * w, &ep),
+                None => {
+                    let a = MatRef::row_major(&self.weights[c0 * cin..c1 * cin], ch, cin);
+                    gemm::sgemm_with(self.conv.isa, false, 1.0, a, b, 0.0, c, cap * w, &ep)
+                }
+            }
         }
     }
 }
 
-/// The projection of one band: `output = act(W · band + bias + residual)` over every output
-/// plane (`ld` floats apart in `output`, the image's plane apart in `residual`), `band`
-/// holding the band's `cols` depthwise outputs of each input channel.
+/// The projection of one band: `output = epilogue(weights · band)` over every output plane
+/// (`ld` floats apart in `output`), `band` holding the band's `cols` depthwise outputs of
+/// each of the weights' input channels.
 fn project(
-    conv: &Conv2d,
+    weights: &PackedA,
     band: &[f32],
     cols: usize,
     (output, ld): (&mut [f32], usize),
-    residual: Option<&[f32]>,
-    act: Activation,
+    ep: &Epilogue,
 ) {
-    let p = &conv.p;
-    let plane = p.out_h() * p.out_w();
-    let ConvFilters::Packed(weights) = &*conv.filters else {
-        unreachable!("a 1×1 convolution has packed filters")
-    };
     let b = MatRef {
         data: band,
-        rows: p.in_channels,
+        rows: weights.cols(),
         cols,
         row_stride: cols,
         col_stride: 1,
     };
-    let ep = Epilogue {
-        bias: conv.bias.as_deref().map_or(Bias::None, Bias::PerRow),
-        residual: residual.map(|z| (z, plane)),
-        activation: act,
-    };
-    gemm::sgemm_packed_a_with(false, 1.0, &weights[0], b, 0.0, output, ld, &ep);
+    gemm::sgemm_packed_a_with(false, 1.0, weights, b, 0.0, output, ld, ep);
 }
 
 /// Output rows `r0..r1` of part `k` of `parts` over `oh` rows, as even as whole rows allow

@@ -249,6 +249,26 @@ impl PackedA {
     pub fn isa(&self) -> Isa {
         self.isa
     }
+
+    /// Columns `k0..k1` of the packed matrix, packed as a matrix of their own for the same
+    /// ISA (a product over part of the shared dimension, e.g. one thread's input channels).
+    /// Panics unless `k0 ≤ k1 ≤ cols`.
+    pub fn columns(&self, k0: usize, k1: usize) -> PackedA {
+        assert!(k0 <= k1 && k1 <= self.k, "PackedA::columns: {k0}..{k1} of {}", self.k);
+        let (mr, _) = tile_size(self.isa);
+        let (kcb, m_pad, width) = (kc_block(self.isa), self.m.div_ceil(mr) * mr, k1 - k0);
+        // Row-major, from the layout in the type's documentation.
+        let mut plain = vec![0.0f32; self.m * width];
+        for (i, row) in plain.chunks_exact_mut(width.max(1)).enumerate() {
+            for (j, v) in row.iter_mut().enumerate().take(width) {
+                let k = k0 + j;
+                let block = k / kcb * kcb;
+                let kc = kcb.min(self.k - block);
+                *v = self.data[block * m_pad + i / mr * kc * mr + (k - block) * mr + i % mr];
+            }
+        }
+        Self::with_isa(self.isa, MatRef::row_major(&plain, self.m, width))
+    }
 }
 
 /// A constant B operand (`k×n`, e.g. fully-connected weights) packed once into micro-panels.

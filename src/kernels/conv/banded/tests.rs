@@ -153,7 +153,7 @@ fn projected_bands_match_the_three_convolutions() {
                     } else {
                         "alone"
                     };
-                    for threads in [1, 3] {
+                    for threads in [1, 2, 3] {
                         let pool = rayon::ThreadPoolBuilder::new()
                             .num_threads(threads)
                             .build()
@@ -162,6 +162,14 @@ fn projected_bands_match_the_three_convolutions() {
                         pool.install(|| {
                             kernel.run_projected(x, residual, &mut got, (relu6, proj_act))
                         });
+                        // Too few rows for two parts, with an expansion: the channels and
+                        // the projection's sum split (`run_split`).
+                        let split = threads > 1
+                            && p2.out_h() < threads * PART_MIN_ROWS
+                            && kernel.pointwise.is_some()
+                            && mid >= threads * CHANNEL_UNIT
+                            && isa != Isa::Portable;
+                        assert_eq!(kernel.splits[threads].get().is_some(), split, "{isa:?} {i}");
                         for (j, (&g, &e)) in got.iter().zip(&want).enumerate() {
                             assert!(
                                 (g - e).abs() <= 1e-4 * (1.0 + e.abs()),
