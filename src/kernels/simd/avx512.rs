@@ -239,6 +239,10 @@ macro_rules! gemm_kernels {
                     // masks select (contract).
                     unsafe {
                         let q0 = (*res.add(i)).as_ptr().wrapping_add(col);
+                        // The next column's two lines of this residual row, as for C above: a
+                        // residual written layers before comes from the outer caches.
+                        _mm_prefetch::<_MM_HINT_T0>(q0.wrapping_add(32) as *const i8);
+                        _mm_prefetch::<_MM_HINT_T0>(q0.wrapping_add(48) as *const i8);
                         r0 = _mm512_add_ps(r0, _mm512_maskz_loadu_ps(s.m0, q0));
                         if W2 {
                             r1 =
