@@ -55,6 +55,10 @@ const PART_MIN_ROWS: usize = 12;
 /// runs as three parallel layers. (Measured at 2 threads only.)
 const SPLIT_MAX_PARTS: usize = 4;
 
+/// The most output planes a projected block splits its rows between threads for: each part
+/// writes its rows of every plane, through a slice per plane held on the stack.
+const SPLIT_MAX_PLANES: usize = 512;
+
 /// `Y = act(depthwise(act₁(pointwise(X))))` for a 1×1 convolution with stride 1 and no padding
 /// followed by a depthwise convolution of its output, computed in bands of output rows (see
 /// the module documentation).
@@ -95,21 +99,29 @@ struct Pointwise {
     weights: Vec<f32>,
 }
 
+/// Where a projected block's output rows go.
+enum ProjOut<'a, 'c> {
+    /// The image's output planes, `ld` floats apart.
+    Whole { output: &'a mut [f32], ld: usize },
+    /// A slice per output plane, holding a thread's rows of it (several threads write the
+    /// planes at once, each its own rows).
+    Planes(&'a mut [&'c mut [f32]]),
+}
+
 /// Where the depthwise output of a band goes.
-enum Target<'a> {
+enum Target<'a, 'c> {
     /// Into its planes of the output (from plane `c0` on).
     Planes(&'a mut [f32]),
     /// Into a buffer of the band's rows, which the projection then reads:
     /// `output = act(weights · band + bias + residual)`, the band's rows of every output
     /// plane. `weights` are the projection's columns for the band's channels (all of them, or
-    /// a thread's part); `output` holds output rows from `first_row` on, each plane `out_ld`
-    /// floats after the one before; `residual` is the image's, in the output's layout.
+    /// a thread's part); `output` holds output rows from `first_row` on; `residual` is the
+    /// image's, in the output's layout.
     Project {
         weights: &'a PackedA,
         bias: Option<&'a [f32]>,
         residual: Option<&'a [f32]>,
-        output: &'a mut [f32],
-        out_ld: usize,
+        output: ProjOut<'a, 'c>,
         first_row: usize,
         act: Activation,
     },
@@ -302,7 +314,9 @@ impl PointwiseDepthwise {
         // Split between threads by rows, each part's bands in L2 whatever the intermediate's
         // size: one parallel region for the block instead of one per layer (and per K block).
         let banded = if parts > 1 {
-            oh >= parts * PART_MIN_ROWS && self.bands_apply(act)
+            oh >= parts * PART_MIN_ROWS
+                && p3.out_channels <= SPLIT_MAX_PLANES
+                && self.bands_apply(act)
         } else {
             self.banded(act)
         };
@@ -326,21 +340,20 @@ impl PointwiseDepthwise {
         {
             let z = residual.map(|z| &z[i * out_len..(i + 1) * out_len]);
             if parts == 1 {
-                self.project_rows(x, z, out, (0, oh), acts);
+                let whole = ProjOut::Whole {
+                    output: out,
+                    ld: plane,
+                };
+                self.project_rows(x, z, whole, (0, oh), acts);
                 continue;
             }
-            scratch::with_f32(out_len, |staged| {
-                self.project_parts(x, z, staged, (0, parts, parts), acts);
-                // Part `k`'s rows of plane `c` are `rows` rows from `c·rows·ow` in its buffer.
-                out.par_chunks_mut(plane).enumerate().for_each(|(c, dst)| {
-                    let ow = plane / oh;
-                    for k in 0..parts {
-                        let (r0, r1) = part_rows(k, parts, oh);
-                        let at = r0 * ow * p3.out_channels + c * (r1 - r0) * ow;
-                        dst[r0 * ow..r1 * ow].copy_from_slice(&staged[at..][..(r1 - r0) * ow]);
-                    }
-                });
-            });
+            let mut planes: [&mut [f32]; SPLIT_MAX_PLANES] =
+                std::array::from_fn(|_| Default::default());
+            for (piece, dst) in planes.iter_mut().zip(out.chunks_exact_mut(plane)) {
+                *piece = dst;
+            }
+            let planes = &mut planes[..p3.out_channels];
+            self.project_parts(x, z, planes, (0, parts, parts), acts);
         }
     }
 
@@ -415,8 +428,10 @@ impl PointwiseDepthwise {
                         residual: residual
                             .filter(|_| k == 0)
                             .map(|z| &z[i * out_len..(i + 1) * out_len]),
-                        output: dst,
-                        out_ld: plane,
+                        output: ProjOut::Whole {
+                            output: dst,
+                            ld: plane,
+                        },
                         first_row: 0,
                         act: Activation::None,
                     };
@@ -445,41 +460,44 @@ impl PointwiseDepthwise {
     }
 
     /// Parts `k0..k1` of `parts` (output row ranges, [`part_rows`]) of one image's projected
-    /// block, in parallel, each into its piece of `staged` (the part's rows of every output
-    /// plane, one plane's rows after another's).
+    /// block, in parallel, each into its rows of the output planes: `planes` holds a slice
+    /// per plane, its rows of those parts. The halves of the parts split every plane's slice
+    /// (the right halves' slices held on this stack).
     fn project_parts(
         &self,
         x: &[f32],
         residual: Option<&[f32]>,
-        staged: &mut [f32],
+        planes: &mut [&mut [f32]],
         (k0, k1, parts): (usize, usize, usize),
         acts: (Activation, Activation),
     ) {
         let p2 = &self.depthwise.p;
         let (oh, ow) = (p2.out_h(), p2.out_w());
-        let cout = self.projection.as_ref().map_or(0, |p| p.p.out_channels);
         if k1 - k0 == 1 {
             let rows = part_rows(k0, parts, oh);
-            self.project_rows(x, residual, staged, rows, acts);
+            self.project_rows(x, residual, ProjOut::Planes(planes), rows, acts);
             return;
         }
         let k = (k0 + k1) / 2;
-        let at = (part_rows(k, parts, oh).0 - part_rows(k0, parts, oh).0) * ow * cout;
-        let (left, right) = staged.split_at_mut(at);
+        let at = (part_rows(k, parts, oh).0 - part_rows(k0, parts, oh).0) * ow;
+        let mut right: [&mut [f32]; SPLIT_MAX_PLANES] = std::array::from_fn(|_| Default::default());
+        let right = &mut right[..planes.len()];
+        for (left, right) in planes.iter_mut().zip(right.iter_mut()) {
+            (*left, *right) = std::mem::take(left).split_at_mut(at);
+        }
         rayon::join(
-            || self.project_parts(x, residual, left, (k0, k, parts), acts),
+            || self.project_parts(x, residual, planes, (k0, k, parts), acts),
             || self.project_parts(x, residual, right, (k, k1, parts), acts),
         );
     }
 
-    /// Output rows `r0..r1` of one image's projected block, band by band, into `output`: the
-    /// image's whole output when the range is, else the range's rows of every plane, one
-    /// plane's rows after another's.
+    /// Output rows `r0..r1` of one image's projected block, band by band, into `output`
+    /// (which holds the rows from `r0` on).
     fn project_rows(
         &self,
         x: &[f32],
         residual: Option<&[f32]>,
-        output: &mut [f32],
+        output: ProjOut,
         (r0, r1): (usize, usize),
         (act, proj_act): (Activation, Activation),
     ) {
@@ -492,7 +510,6 @@ impl PointwiseDepthwise {
             bias: proj.bias.as_deref(),
             residual,
             output,
-            out_ld: (r1 - r0) * self.depthwise.p.out_w(),
             first_row: r0,
             act: proj_act,
         };
@@ -621,20 +638,19 @@ impl PointwiseDepthwise {
                         bias,
                         residual,
                         output,
-                        out_ld,
                         first_row,
                         act,
                     } = &mut target
                     {
                         let cols = (oy1 - oy0) * ow;
-                        let c = &mut output[(oy0 - *first_row) * ow..];
+                        let at = (oy0 - *first_row) * ow;
                         let z = residual.map(|z| &z[oy0 * ow..]);
                         let ep = Epilogue {
                             bias: bias.map_or(Bias::None, Bias::PerRow),
                             residual: z.map(|z| (z, plane)),
                             activation: *act,
                         };
-                        project(weights, &band[..ch * cols], cols, (c, *out_ld), &ep);
+                        project(weights, &band[..ch * cols], cols, (output, at, plane), &ep);
                     }
                 }
             })
@@ -694,14 +710,14 @@ impl Pointwise {
     }
 }
 
-/// The projection of one band: `output = epilogue(weights · band)` over every output plane
-/// (`ld` floats apart in `output`), `band` holding the band's `cols` depthwise outputs of
-/// each of the weights' input channels.
+/// The projection of one band: `output = epilogue(weights · band)` over every output plane,
+/// from column `at` of the planes' pieces in `output` on (the planes `plane` floats long),
+/// `band` holding the band's `cols` depthwise outputs of each of the weights' input channels.
 fn project(
     weights: &PackedA,
     band: &[f32],
     cols: usize,
-    (output, ld): (&mut [f32], usize),
+    (output, at, plane): (&mut ProjOut, usize, usize),
     ep: &Epilogue,
 ) {
     let b = MatRef {
@@ -711,7 +727,14 @@ fn project(
         row_stride: cols,
         col_stride: 1,
     };
-    gemm::sgemm_packed_a_with(false, 1.0, weights, b, 0.0, output, ld, ep);
+    match output {
+        ProjOut::Whole { output, ld } => {
+            gemm::sgemm_packed_a_with(false, 1.0, weights, b, 0.0, &mut output[at..], *ld, ep)
+        }
+        ProjOut::Planes(planes) => {
+            gemm::sgemm_packed_a_rows(1.0, weights, b, 0.0, planes, (at, plane), ep)
+        }
+    }
 }
 
 /// Output rows `r0..r1` of part `k` of `parts` over `oh` rows, as even as whole rows allow

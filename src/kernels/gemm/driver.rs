@@ -4,7 +4,9 @@
 
 use rayon::prelude::*;
 
-use super::grid::{for_each_task, task_grid, whole_k_grid, Grid, Task};
+use super::grid::{
+    for_each_task, for_each_task_in_rows, task_grid, whole_k_grid, COut, Grid, Task,
+};
 use super::pack::{pack_a, pack_a_panel, pack_b, pack_b_panel, MatSource};
 use super::{
     kc_block, tile_size, Activation, Bias, Epilogue, Isa, MatRef, PackedA, PackedB, PanelSource,
@@ -85,7 +87,7 @@ pub(super) fn read_b_in_place(isa: Isa, b: &Src, m: usize, k: usize) -> bool {
     }
 }
 
-/// The driver behind every public entry point.
+/// The driver behind every public entry point with a row-major C ([`gemm_into`]).
 #[allow(clippy::too_many_arguments)]
 pub(super) fn gemm(
     isa: Isa,
@@ -95,6 +97,20 @@ pub(super) fn gemm(
     beta: f32,
     c: &mut [f32],
     ldc: usize,
+    ep: &Epilogue,
+    parallel: bool,
+) {
+    gemm_into(isa, alpha, (a, b), beta, COut::Flat(c, ldc), ep, parallel);
+}
+
+/// The driver behind every public entry point: `C = epilogue(alpha·A·B + beta·C)`, in
+/// parallel when `parallel` (and C is row-major).
+pub(super) fn gemm_into(
+    isa: Isa,
+    alpha: f32,
+    (a, b): (Src, Src),
+    beta: f32,
+    mut c: COut,
     ep: &Epilogue,
     parallel: bool,
 ) {
@@ -136,13 +152,8 @@ pub(super) fn gemm(
     if m == 0 || n == 0 {
         return;
     }
-    assert!(ldc >= n, "gemm: ldc {ldc} < n {n}");
-    assert!(
-        c.len() >= (m - 1) * ldc + n,
-        "gemm: C has {} elements, needs {}",
-        c.len(),
-        (m - 1) * ldc + n
-    );
+    // How far apart C's rows lie in memory (for the loop order).
+    let ldc = c.check(m, n);
     match ep.bias {
         Bias::PerRow(bias) => assert!(bias.len() >= m, "gemm: per-row bias too short"),
         Bias::PerCol(bias) => assert!(bias.len() >= n, "gemm: per-col bias too short"),
@@ -159,8 +170,7 @@ pub(super) fn gemm(
     let kcb = kc_block(isa);
 
     if k == 0 {
-        for (i, row) in c.chunks_mut(ldc).take(m).enumerate() {
-            let row = &mut row[..n];
+        let scale = |i: usize, row: &mut [f32]| {
             if beta == 0.0 {
                 row.fill(0.0);
             } else {
@@ -172,17 +182,24 @@ pub(super) fn gemm(
                 #[inline(always)]
                 || epilogue_row(ep, row, z, i, 0),
             );
+        };
+        match &mut c {
+            COut::Flat(c, ldc) => {
+                (c.chunks_mut(*ldc).take(m).enumerate()).for_each(|(i, r)| scale(i, &mut r[..n]))
+            }
+            COut::Rows { rows, col0, .. } => (rows.iter_mut().take(m).enumerate())
+                .for_each(|(i, r)| scale(i, &mut r[*col0..*col0 + n])),
         }
         return;
     }
 
-    if let (1, Dot::F32, Src::Mat(v)) = (m, dot, a) {
+    if let (1, Dot::F32, Src::Mat(v), COut::Flat(c, _)) = (m, dot, a, &mut c) {
         if super::gemv::gemv(isa, alpha, &v, &b, beta, c, ep, parallel) {
             return;
         }
     }
 
-    let threads = if parallel {
+    let threads = if parallel && matches!(c, COut::Flat(..)) {
         rayon::current_num_threads()
     } else {
         1
@@ -215,7 +232,10 @@ pub(super) fn gemm(
             Src::Mat(_) | Src::Panels(_) => k * n_pad,
             _ => 0,
         };
-        if a_len <= scratch::KEEP_MAX && b_len <= scratch::KEEP_MAX {
+        if let (true, COut::Flat(c, _)) = (
+            a_len <= scratch::KEEP_MAX && b_len <= scratch::KEEP_MAX,
+            &mut c,
+        ) {
             let shape = (m, n, k);
             gemm_whole_k(
                 isa,
@@ -341,7 +361,14 @@ pub(super) fn gemm(
                     block: (mb, cb),
                     par,
                 };
-                for_each_task(&mut c[r0 * ldc..], ldc, residual, &grid, &run);
+                match &mut c {
+                    COut::Flat(c, _) => {
+                        for_each_task(&mut c[r0 * ldc..], ldc, residual, &grid, &run)
+                    }
+                    COut::Rows { rows, col0, .. } => {
+                        for_each_task_in_rows(&mut rows[r0..], *col0, residual, &grid, &run)
+                    }
+                }
             }
         }
     }

@@ -1,5 +1,6 @@
 //! The task grids of the parallel GEMM: how C is cut into row blocks × column chunks, and
-//! the tasks that run over them ([`for_each_task`]).
+//! the tasks that run over them ([`for_each_task`]); C as a row-major matrix or as row slices
+//! ([`COut`]).
 #![forbid(unsafe_code)]
 
 use rayon::prelude::*;
@@ -106,6 +107,46 @@ pub(super) fn balanced_rows(tiles: usize, threads: usize, fewest: usize) -> usiz
         .unwrap_or(1)
 }
 
+/// C as the driver writes it.
+pub(super) enum COut<'a, 'c> {
+    /// Row-major, its rows `ldc` apart (the second field).
+    Flat(&'a mut [f32], usize),
+    /// Row `i` is `rows[i][col0..col0 + n]`: C whose rows lie between other threads' (each
+    /// thread's rows of every plane of a convolution's output). Computed serially; `ld` is
+    /// how far apart the rows lie in memory, for the choice of loop order.
+    Rows {
+        rows: &'a mut [&'c mut [f32]],
+        col0: usize,
+        ld: usize,
+    },
+}
+
+impl COut<'_, '_> {
+    /// How far apart C's rows lie in memory; panics unless C holds `m` rows of `n` floats.
+    pub(super) fn check(&self, m: usize, n: usize) -> usize {
+        match self {
+            COut::Flat(c, ldc) => {
+                let ldc = *ldc;
+                assert!(ldc >= n, "gemm: ldc {ldc} < n {n}");
+                let need = (m - 1) * ldc + n;
+                assert!(
+                    c.len() >= need,
+                    "gemm: C has {} elements, needs {need}",
+                    c.len()
+                );
+                ldc
+            }
+            COut::Rows { rows, col0, ld } => {
+                assert!(
+                    rows.len() >= m && rows.iter().take(m).all(|r| r.len() >= col0 + n),
+                    "gemm: C's rows are too few or too short"
+                );
+                *ld
+            }
+        }
+    }
+}
+
 /// One parallel unit: rows `i0..i0+rows.len()` × columns `j0..j0+width` of the current C block,
 /// with the matching pieces of the epilogue's residual (empty when it has none). The row pieces
 /// live on the stack of the code that splits the grid ([`for_each_task`]): no allocation.
@@ -147,23 +188,9 @@ pub(super) fn for_each_task<F>(
     assert!((1..=TASK_ROWS).contains(&mb) && cb > 0, "gemm: task grid");
     let nrb = grid.m.div_ceil(mb);
     let block = |(b, block): (usize, &mut [f32])| {
-        let n_rows = mb.min(grid.m - b * mb);
-        let i0 = grid.rows0 + b * mb;
-        let mut rows: [&mut [f32]; TASK_ROWS] = std::array::from_fn(|_| Default::default());
-        for (piece, row) in rows.iter_mut().zip(block.chunks_mut(ldc)).take(n_rows) {
-            *piece = &mut row[grid.cols.clone()];
-        }
-        let mut z: [&[f32]; TASK_ROWS] = [&[]; TASK_ROWS];
-        let z = match residual {
-            Some((r, ld)) => {
-                for (i, piece) in z.iter_mut().enumerate().take(n_rows) {
-                    *piece = &r[(i0 + i) * ld..][grid.cols.clone()];
-                }
-                &z[..n_rows]
-            }
-            None => &z[..0],
-        };
-        split_columns(&mut rows[..n_rows], z, (i0, 0), cb, grid.par, f);
+        let cols = grid.cols.clone();
+        let rows = block.chunks_mut(ldc).map(|row| &mut row[cols.clone()]);
+        run_block(b, rows, residual, grid, f);
     };
     if grid.par {
         c.par_chunks_mut(mb * ldc)
@@ -173,6 +200,58 @@ pub(super) fn for_each_task<F>(
     } else {
         c.chunks_mut(mb * ldc).take(nrb).enumerate().for_each(block);
     }
+}
+
+/// [`for_each_task`] (serially) over C given as row slices: row `i` of C is
+/// `c[i][col0 + j]` for the grid's columns `j`.
+pub(super) fn for_each_task_in_rows<F>(
+    c: &mut [&mut [f32]],
+    col0: usize,
+    residual: Option<(&[f32], usize)>,
+    grid: &Grid,
+    f: &F,
+) where
+    F: Fn(&mut Task) + Sync,
+{
+    let (mb, cb) = grid.block;
+    assert!(!grid.par, "gemm: C given as rows is computed serially");
+    assert!((1..=TASK_ROWS).contains(&mb) && cb > 0, "gemm: task grid");
+    let cols = col0 + grid.cols.start..col0 + grid.cols.end;
+    for (b, block) in c.chunks_mut(mb).take(grid.m.div_ceil(mb)).enumerate() {
+        let rows = block.iter_mut().map(|row| &mut row[cols.clone()]);
+        run_block(b, rows, residual, grid, f);
+    }
+}
+
+/// Runs `f` on the tasks of row block `b` of `grid`, whose rows' pieces (the grid's columns)
+/// `rows` yields, with the matching pieces of `residual`.
+fn run_block<'c, F>(
+    b: usize,
+    rows: impl Iterator<Item = &'c mut [f32]>,
+    residual: Option<(&[f32], usize)>,
+    grid: &Grid,
+    f: &F,
+) where
+    F: Fn(&mut Task) + Sync,
+{
+    let (mb, cb) = grid.block;
+    let n_rows = mb.min(grid.m - b * mb);
+    let i0 = grid.rows0 + b * mb;
+    let mut pieces: [&mut [f32]; TASK_ROWS] = std::array::from_fn(|_| Default::default());
+    for (piece, row) in pieces.iter_mut().zip(rows).take(n_rows) {
+        *piece = row;
+    }
+    let mut z: [&[f32]; TASK_ROWS] = [&[]; TASK_ROWS];
+    let z = match residual {
+        Some((r, ld)) => {
+            for (i, piece) in z.iter_mut().enumerate().take(n_rows) {
+                *piece = &r[(i0 + i) * ld..][grid.cols.clone()];
+            }
+            &z[..n_rows]
+        }
+        None => &z[..0],
+    };
+    split_columns(&mut pieces[..n_rows], z, (i0, 0), cb, grid.par, f);
 }
 
 /// Runs `f` on the tasks of one row block: `rows` (and `residual`, empty or one piece per row)

@@ -28,7 +28,8 @@
 //! A product with one row of A runs as a vector–matrix product instead (`gemv`: B streamed
 //! once, no packing).
 //!
-//! Modules: `driver` (the loops, tasks and buffers), `gemv` (one row of A), `grid` (the parallel task grids and the tasks run over them), `pack`
+//! Modules: `driver` (the loops, tasks and buffers), `gemv` (one row of A), `grid` (the
+//! parallel task grids, the tasks run over them, and C as rows or as a matrix), `pack`
 //! (micro-panel packing).
 #![forbid(unsafe_code)]
 
@@ -38,6 +39,8 @@ mod grid;
 mod pack;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_packed;
 
 use super::aligned::AlignedVec;
 use super::cpu::{self, Isa};
@@ -254,7 +257,11 @@ impl PackedA {
     /// ISA (a product over part of the shared dimension, e.g. one thread's input channels).
     /// Panics unless `k0 ≤ k1 ≤ cols`.
     pub fn columns(&self, k0: usize, k1: usize) -> PackedA {
-        assert!(k0 <= k1 && k1 <= self.k, "PackedA::columns: {k0}..{k1} of {}", self.k);
+        assert!(
+            k0 <= k1 && k1 <= self.k,
+            "PackedA::columns: {k0}..{k1} of {}",
+            self.k
+        );
         let (mr, _) = tile_size(self.isa);
         let (kcb, m_pad, width) = (kc_block(self.isa), self.m.div_ceil(mr) * mr, k1 - k0);
         // Row-major, from the layout in the type's documentation.
@@ -527,6 +534,25 @@ pub(crate) fn sgemm_packed_a_with(
         epilogue,
         parallel,
     );
+}
+
+/// [`sgemm_packed_a_with`], serially, with C given as row slices: row `i` of C is
+/// `c[i][col0..col0 + n]`, where C's rows lie between other threads' rows (each thread's rows
+/// of every plane of a convolution's output); `ld` is how far apart they lie in memory.
+/// Panics where a row is too short.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn sgemm_packed_a_rows(
+    alpha: f32,
+    a: &PackedA,
+    b: MatRef,
+    beta: f32,
+    c: &mut [&mut [f32]],
+    (col0, ld): (usize, usize),
+    epilogue: &Epilogue,
+) {
+    let c = grid::COut::Rows { rows: c, col0, ld };
+    let operands = (Src::PackedA(a), Src::Mat(b));
+    driver::gemm_into(a.isa, alpha, operands, beta, c, epilogue, false);
 }
 
 /// A B operand computed on the fly (e.g. implicit im2col), written straight into packed panels.

@@ -3,7 +3,7 @@
 use super::*;
 use crate::kernels::reference::{self, Rng};
 
-fn check_close(got: &[f32], want: &[f32], k: usize, what: &str) {
+pub(super) fn check_close(got: &[f32], want: &[f32], k: usize, what: &str) {
     let tol = 1e-5 * (k as f32).sqrt().max(1.0);
     for (idx, (&g, &w)) in got.iter().zip(want).enumerate() {
         assert!(
@@ -305,7 +305,7 @@ fn fused_clamp_keeps_nan() {
 }
 
 /// `C = relu(A·B + row_bias + z)` by the naive oracle.
-fn fused_ref(am: &MatRef, bm: &MatRef, row_bias: &[f32], z: &[f32]) -> Vec<f32> {
+pub(super) fn fused_ref(am: &MatRef, bm: &MatRef, row_bias: &[f32], z: &[f32]) -> Vec<f32> {
     let (m, n) = (am.rows, bm.cols);
     let mut want = vec![0.0; m * n];
     reference::gemm_ref(1.0, am, bm, 0.0, &mut want, n);
@@ -731,34 +731,4 @@ fn bf16_pairs_round_their_operands() {
     let mut f = [0.0; 2];
     sgemm(1.0, am, MatRef::row_major(&b, 3, 2), 0.0, &mut f, 2);
     assert_eq!(f, [7.0 + 2f32.powi(-8), 1.0 + 3.0 * 2f32.powi(-8)]);
-}
-
-/// A column range of a packed A is packed like the same columns of the matrix packed
-/// directly, across K blocks and ragged row panels.
-#[test]
-fn packed_a_columns_match_packing_the_columns() {
-    let mut rng = Rng::new(41);
-    for isa in crate::kernels::cpu::test_isas() {
-        let kcb = kc_block(isa);
-        for (m, k) in [(13, 2 * kcb + 37), (8, 40), (1, 5)] {
-            let data = rng.vec(m * k);
-            let whole = PackedA::with_isa(isa, MatRef::row_major(&data, m, k));
-            for (k0, k1) in [(0, k), (3, k - 1), (kcb - 2, kcb + 5), (k / 2, k / 2), (1, k)] {
-                if k1 < k0 || k1 > k {
-                    continue;
-                }
-                let window = MatRef {
-                    data: &data[k0.min(data.len() - 1)..],
-                    rows: m,
-                    cols: k1 - k0,
-                    row_stride: k,
-                    col_stride: 1,
-                };
-                let want = PackedA::with_isa(isa, window);
-                let got = whole.columns(k0, k1);
-                assert_eq!((got.m, got.k), (m, k1 - k0));
-                assert_eq!(got.data[..], want.data[..], "{isa:?} {m}x{k} columns {k0}..{k1}");
-            }
-        }
-    }
 }
