@@ -16,7 +16,9 @@
 //!
 //! The block's projection (a 1×1 convolution of the depthwise output) may run in the same
 //! bands, from each band's depthwise rows in L2 ([`PointwiseDepthwise::with_projection`]); with
-//! several threads, each then takes a range of the output rows. A block without expansion has
+//! several threads, each then takes a range of the output rows, or on planes too short for
+//! that a range of the channels and the projection's partial sum over them, the partial sums
+//! added afterwards. A block without expansion has
 //! no pointwise convolution: the depthwise kernel reads the input's rows in place
 //! ([`PointwiseDepthwise::depthwise_only`]).
 #![forbid(unsafe_code)]
@@ -288,10 +290,11 @@ impl PointwiseDepthwise {
     /// `residual` (when given) of the output's length and layout. Band by band: the projection
     /// reads each band's depthwise rows from L2, and the depthwise output (the block's widest
     /// tensor) is never written out whole. With more threads, each takes a range of the output
-    /// rows (at least [`PART_MIN_ROWS`]) and writes its rows of every output plane to a
-    /// scratch buffer of its own, from which they are copied to the output; where the rows are
-    /// too few for that, the pair runs into a scratch buffer (its threads splitting the
-    /// channels) and the projection after it.
+    /// rows (at least [`PART_MIN_ROWS`]) and writes its rows of every output plane in place
+    /// (blocks of at most [`SPLIT_MAX_PLANES`] planes); where the rows are too few for that,
+    /// each takes a range of the channels and the projection's sum over them
+    /// ([`Self::run_split`], on at most [`SPLIT_MAX_PARTS`] threads), or else the pair runs
+    /// into a scratch buffer (its threads splitting the channels) and the projection after it.
     pub fn run_projected(
         &self,
         input: &[f32],

@@ -171,6 +171,16 @@ pub(super) struct Grid {
     pub(super) par: bool,
 }
 
+impl Grid {
+    /// The row block height and the number of row blocks; panics on a grid with empty blocks
+    /// or blocks taller than a task holds.
+    fn row_blocks(&self) -> (usize, usize) {
+        let (mb, cb) = self.block;
+        assert!((1..=TASK_ROWS).contains(&mb) && cb > 0, "gemm: task grid");
+        (mb, self.m.div_ceil(mb))
+    }
+}
+
 /// Runs `f` on every task of `grid` over C (leading dimension `ldc`), with the matching pieces
 /// of `residual` (a matrix of C's shape with its own leading dimension) when it is given. Row
 /// blocks are contiguous slices of C; each block's row pieces are gathered on the stack and
@@ -184,9 +194,7 @@ pub(super) fn for_each_task<F>(
 ) where
     F: Fn(&mut Task) + Sync,
 {
-    let (mb, cb) = grid.block;
-    assert!((1..=TASK_ROWS).contains(&mb) && cb > 0, "gemm: task grid");
-    let nrb = grid.m.div_ceil(mb);
+    let (mb, nrb) = grid.row_blocks();
     let block = |(b, block): (usize, &mut [f32])| {
         let cols = grid.cols.clone();
         let rows = block.chunks_mut(ldc).map(|row| &mut row[cols.clone()]);
@@ -213,11 +221,10 @@ pub(super) fn for_each_task_in_rows<F>(
 ) where
     F: Fn(&mut Task) + Sync,
 {
-    let (mb, cb) = grid.block;
     assert!(!grid.par, "gemm: C given as rows is computed serially");
-    assert!((1..=TASK_ROWS).contains(&mb) && cb > 0, "gemm: task grid");
+    let (mb, nrb) = grid.row_blocks();
     let cols = col0 + grid.cols.start..col0 + grid.cols.end;
-    for (b, block) in c.chunks_mut(mb).take(grid.m.div_ceil(mb)).enumerate() {
+    for (b, block) in c.chunks_mut(mb).take(nrb).enumerate() {
         let rows = block.iter_mut().map(|row| &mut row[cols.clone()]);
         run_block(b, rows, residual, grid, f);
     }
