@@ -103,8 +103,8 @@ struct Pointwise {
 
 /// Where a projected block's output rows go.
 enum ProjOut<'a, 'c> {
-    /// The image's output planes, `ld` floats apart.
-    Whole { output: &'a mut [f32], ld: usize },
+    /// The image's output planes.
+    Whole(&'a mut [f32]),
     /// A slice per output plane, holding a thread's rows of it (several threads write the
     /// planes at once, each its own rows).
     Planes(&'a mut [&'c mut [f32]]),
@@ -343,11 +343,7 @@ impl PointwiseDepthwise {
         {
             let z = residual.map(|z| &z[i * out_len..(i + 1) * out_len]);
             if parts == 1 {
-                let whole = ProjOut::Whole {
-                    output: out,
-                    ld: plane,
-                };
-                self.project_rows(x, z, whole, (0, oh), acts);
+                self.project_rows(x, z, ProjOut::Whole(out), (0, oh), acts);
                 continue;
             }
             let mut planes: [&mut [f32]; SPLIT_MAX_PLANES] =
@@ -416,7 +412,7 @@ impl PointwiseDepthwise {
         let proj = self.projection.as_ref().expect("checked by run_projected");
         let (p2, p3) = (&self.depthwise.p, &proj.p);
         let (in_len, out_len) = (self.input_len() / p2.batch, p3.output_len() / p3.batch);
-        let (oh, plane) = (p2.out_h(), p2.out_h() * p2.out_w());
+        let oh = p2.out_h();
         let parts = split.channels.len();
         scratch::with_f32((parts - 1) * out_len, |partials| {
             for (i, (x, out)) in input
@@ -431,10 +427,7 @@ impl PointwiseDepthwise {
                         residual: residual
                             .filter(|_| k == 0)
                             .map(|z| &z[i * out_len..(i + 1) * out_len]),
-                        output: ProjOut::Whole {
-                            output: dst,
-                            ld: plane,
-                        },
+                        output: ProjOut::Whole(dst),
                         first_row: 0,
                         act: Activation::None,
                     };
@@ -731,8 +724,8 @@ fn project(
         col_stride: 1,
     };
     match output {
-        ProjOut::Whole { output, ld } => {
-            gemm::sgemm_packed_a_with(false, 1.0, weights, b, 0.0, &mut output[at..], *ld, ep)
+        ProjOut::Whole(output) => {
+            gemm::sgemm_packed_a_with(false, 1.0, weights, b, 0.0, &mut output[at..], plane, ep)
         }
         ProjOut::Planes(planes) => {
             gemm::sgemm_packed_a_rows(1.0, weights, b, 0.0, planes, (at, plane), ep)
