@@ -695,6 +695,14 @@ impl Pointwise {
                 col_stride: 1,
             };
             let c = &mut buf[keep * w..];
+            // All the channels: the convolution's own packed weights, rather than packing
+            // them again for every band of every run.
+            let packed = packed.or(match &*self.conv.filters {
+                ConvFilters::Packed(w) if (c0, c1) == (0, p1.out_channels) && w.len() == 1 => {
+                    Some(&w[0])
+                }
+                _ => None,
+            });
             match packed {
                 Some(a) => gemm::sgemm_packed_a_with(false, 1.0, a, b, 0.0, c, cap * w, &ep),
                 None => {
