@@ -545,7 +545,8 @@ impl PointwiseDepthwise {
 
     /// Output rows `r0..r1` of depthwise output planes `c0..c1` of one image from its input
     /// `x`, band by band, into `target`. `expand` holds the expansion's weights for those
-    /// channels, packed; without it each band's GEMM packs them from [`Pointwise::weights`].
+    /// channels, packed; without it each band's GEMM takes the convolution's packed weights
+    /// for all the channels, or packs a range of them from [`Pointwise::weights`].
     fn run_channels(
         &self,
         x: &[f32],
