@@ -57,6 +57,10 @@ const PART_MIN_ROWS: usize = 12;
 /// runs as three parallel layers. (Measured at 2 threads only.)
 const SPLIT_MAX_PARTS: usize = 4;
 
+/// The most threads for which the pair's channel split keeps each part's expansion weights
+/// packed ([`PointwiseDepthwise::part_expansions`]); beyond, each band packs its own.
+const CACHED_PARTS: usize = 32;
+
 /// The most output planes a projected block splits its rows between threads for: each part
 /// writes its rows of every plane, through a slice per plane held on the stack.
 const SPLIT_MAX_PLANES: usize = 512;
@@ -79,6 +83,9 @@ pub struct PointwiseDepthwise {
     /// The projection's weights split for `parts` threads (index `parts`), made on the first
     /// run that splits that way ([`PointwiseDepthwise::run_split`]).
     splits: [OnceLock<ProjectionSplit>; SPLIT_MAX_PARTS + 1],
+    /// The expansion's weights packed for each part of the pair's channel split between
+    /// `parts` threads (index `parts`), made on the first run that splits that way.
+    part_expansions: [OnceLock<Vec<PackedA>>; CACHED_PARTS + 1],
 }
 
 /// A projection split along its shared dimension (the depthwise output's channels) between
@@ -169,6 +176,7 @@ impl PointwiseDepthwise {
             projection: None,
             band_bytes: (BAND_BYTES, BANDED_MIN_BYTES),
             splits: Default::default(),
+            part_expansions: std::array::from_fn(|_| OnceLock::new()),
         })
     }
 
@@ -188,6 +196,7 @@ impl PointwiseDepthwise {
             projection: None,
             band_bytes: (BAND_BYTES, BANDED_MIN_BYTES),
             splits: Default::default(),
+            part_expansions: std::array::from_fn(|_| OnceLock::new()),
         })
     }
 
@@ -266,6 +275,7 @@ impl PointwiseDepthwise {
         let units = mid_c.div_ceil(CHANNEL_UNIT);
         let parts = threads.min(units).max(1);
         let part_c = units.div_ceil(parts) * CHANNEL_UNIT;
+        let expansions = self.part_expansions(parts, part_c);
         for (x, out) in input
             .chunks_exact(in_len)
             .zip(output.chunks_exact_mut(mid_c * out_len))
@@ -273,7 +283,9 @@ impl PointwiseDepthwise {
             let part = |(i, o): (usize, &mut [f32])| {
                 let c0 = i * part_c;
                 let channels = (c0, c0 + o.len() / out_len);
-                self.run_channels(x, channels, None, (0, p2.out_h()), act, Target::Planes(o));
+                let expand = expansions.map(|e| &e[i]);
+                let target = Target::Planes(o);
+                self.run_channels(x, channels, expand, (0, p2.out_h()), act, target);
             };
             if parts > 1 {
                 out.par_chunks_mut(part_c * out_len)
@@ -283,6 +295,24 @@ impl PointwiseDepthwise {
                 part((0, out));
             }
         }
+    }
+
+    /// The expansion's weights packed for each range of `part_c` channels (the last one
+    /// shorter), made on the first call for `parts`; `None` on one part (the convolution's
+    /// own packed weights serve it), beyond [`CACHED_PARTS`], or without an expansion.
+    fn part_expansions(&self, parts: usize, part_c: usize) -> Option<&[PackedA]> {
+        let pw = self.pointwise.as_ref().filter(|_| parts > 1)?;
+        let made = self.part_expansions.get(parts)?.get_or_init(|| {
+            let (mid_c, cin) = (self.depthwise.p.in_channels, pw.conv.p.in_channels);
+            (0..mid_c.div_ceil(part_c))
+                .map(|i| {
+                    let (c0, c1) = (i * part_c, ((i + 1) * part_c).min(mid_c));
+                    let rows = &pw.weights[c0 * cin..c1 * cin];
+                    PackedA::with_isa(pw.conv.isa, MatRef::row_major(rows, c1 - c0, cin))
+                })
+                .collect()
+        });
+        Some(made)
     }
 
     /// Runs the pair and the projection ([`PointwiseDepthwise::with_projection`]):
