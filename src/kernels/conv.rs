@@ -365,6 +365,15 @@ impl Conv2d {
         })
     }
 
+    /// The packed weights of a convolution with one group on the GEMM path (a 1×1
+    /// convolution's `[out_c, in_c]` matrix, packed as A); `None` on any other path.
+    pub(super) fn single_packed(&self) -> Option<&PackedA> {
+        match &*self.filters {
+            ConvFilters::Packed(w) if w.len() == 1 => Some(&w[0]),
+            _ => None,
+        }
+    }
+
     /// The parameters.
     pub fn params(&self) -> &Conv2dParams {
         &self.p

@@ -303,13 +303,9 @@ impl PointwiseDepthwise {
     fn part_expansions(&self, parts: usize, part_c: usize) -> Option<&[PackedA]> {
         let pw = self.pointwise.as_ref().filter(|_| parts > 1)?;
         let made = self.part_expansions.get(parts)?.get_or_init(|| {
-            let (mid_c, cin) = (self.depthwise.p.in_channels, pw.conv.p.in_channels);
+            let mid_c = self.depthwise.p.in_channels;
             (0..mid_c.div_ceil(part_c))
-                .map(|i| {
-                    let (c0, c1) = (i * part_c, ((i + 1) * part_c).min(mid_c));
-                    let rows = &pw.weights[c0 * cin..c1 * cin];
-                    PackedA::with_isa(pw.conv.isa, MatRef::row_major(rows, c1 - c0, cin))
-                })
+                .map(|i| pw.packed_rows(i * part_c, ((i + 1) * part_c).min(mid_c)))
                 .collect()
         });
         Some(made)
@@ -399,22 +395,18 @@ impl PointwiseDepthwise {
             && self.bands_apply(act);
         let proj = self.projection.as_ref().filter(|_| usable)?;
         let pw = self.pointwise.as_ref()?;
-        let ConvFilters::Packed(weights) = &*proj.filters else {
-            unreachable!("a 1×1 convolution has packed filters")
-        };
+        let weights = proj
+            .single_packed()
+            .expect("a 1×1 convolution has packed filters");
         Some(self.splits[parts].get_or_init(|| {
             let units = mid_c.div_ceil(CHANNEL_UNIT);
             let edge = |k: usize| (k * units / parts * CHANNEL_UNIT).min(mid_c);
             let channels: Vec<_> = (0..parts).map(|k| (edge(k), edge(k + 1))).collect();
-            let cin = pw.conv.p.in_channels;
             let expand = (channels.iter())
-                .map(|&(c0, c1)| {
-                    let rows = &pw.weights[c0 * cin..c1 * cin];
-                    PackedA::with_isa(pw.conv.isa, MatRef::row_major(rows, c1 - c0, cin))
-                })
+                .map(|&(c0, c1)| pw.packed_rows(c0, c1))
                 .collect();
             let weights = (channels.iter())
-                .map(|&(c0, c1)| weights[0].columns(c0, c1))
+                .map(|&(c0, c1)| weights.columns(c0, c1))
                 .collect();
             ProjectionSplit {
                 channels,
@@ -528,11 +520,10 @@ impl PointwiseDepthwise {
         (act, proj_act): (Activation, Activation),
     ) {
         let proj = self.projection.as_ref().expect("checked by run_projected");
-        let ConvFilters::Packed(weights) = &*proj.filters else {
-            unreachable!("a 1×1 convolution has packed filters")
-        };
         let target = Target::Project {
-            weights: &weights[0],
+            weights: proj
+                .single_packed()
+                .expect("a 1×1 convolution has packed filters"),
             bias: proj.bias.as_deref(),
             residual,
             output,
@@ -686,6 +677,17 @@ impl PointwiseDepthwise {
 }
 
 impl Pointwise {
+    /// Rows `c0..c1` of the weights (those output channels' `[c1 − c0, in_c]` matrix).
+    fn weight_rows(&self, c0: usize, c1: usize) -> MatRef<'_> {
+        let cin = self.conv.p.in_channels;
+        MatRef::row_major(&self.weights[c0 * cin..c1 * cin], c1 - c0, cin)
+    }
+
+    /// [`Pointwise::weight_rows`], packed as a GEMM's A.
+    fn packed_rows(&self, c0: usize, c1: usize) -> PackedA {
+        PackedA::with_isa(self.conv.isa, self.weight_rows(c0, c1))
+    }
+
     /// Makes the buffer's planes (`cap` rows each, of pointwise output channels `c0..c1`)
     /// hold input rows `lo..hi` of the image `x`, the buffer holding rows `held` before: the
     /// rows both share move to the top, the others are computed by the pointwise GEMM (with
@@ -699,7 +701,7 @@ impl Pointwise {
         (c0, c1, packed): (usize, usize, Option<&PackedA>),
     ) {
         let p1 = &self.conv.p;
-        let (h, w, cin, ch) = (p1.in_h, p1.in_w, p1.in_channels, c1 - c0);
+        let (h, w, cin) = (p1.in_h, p1.in_w, p1.in_channels);
         let keep = if (held.0..held.1).contains(&lo) {
             held.1 - lo
         } else {
@@ -728,16 +730,12 @@ impl Pointwise {
             let c = &mut buf[keep * w..];
             // All the channels: the convolution's own packed weights, rather than packing
             // them again for every band of every run.
-            let packed = packed.or(match &*self.conv.filters {
-                ConvFilters::Packed(w) if (c0, c1) == (0, p1.out_channels) && w.len() == 1 => {
-                    Some(&w[0])
-                }
-                _ => None,
-            });
+            let all = (c0, c1) == (0, p1.out_channels);
+            let packed = packed.or(self.conv.single_packed().filter(|_| all));
             match packed {
                 Some(a) => gemm::sgemm_packed_a_with(false, 1.0, a, b, 0.0, c, cap * w, &ep),
                 None => {
-                    let a = MatRef::row_major(&self.weights[c0 * cin..c1 * cin], ch, cin);
+                    let a = self.weight_rows(c0, c1);
                     gemm::sgemm_with(self.conv.isa, false, 1.0, a, b, 0.0, c, cap * w, &ep)
                 }
             }
