@@ -32,6 +32,9 @@ pub enum Activation {
     Erf,
     /// `x · Φ(x) = 0.5 · x · (1 + erf(x / √2))`, the exact GELU.
     Gelu,
+    /// `x · min(max(x + 3, 0), 6) / 6`, computed in that order (as the exporters' decomposed
+    /// form is).
+    HardSwish,
 }
 
 impl Activation {
@@ -67,6 +70,7 @@ impl Activation {
             Activation::Tanh => x.iter_mut().for_each(|v| *v = tanh(*v)),
             Activation::Erf => x.iter_mut().for_each(|v| *v = erf_approx(*v)),
             Activation::Gelu => x.iter_mut().for_each(|v| *v = gelu(*v)),
+            Activation::HardSwish => x.iter_mut().for_each(|v| *v = hard_swish(*v)),
         }
     }
 
@@ -97,8 +101,15 @@ impl Activation {
             Activation::Tanh => tanh(v),
             Activation::Erf => erf_approx(v),
             Activation::Gelu => gelu(v),
+            Activation::HardSwish => hard_swish(v),
         }
     }
+}
+
+/// `v · min(max(v + 3, 0), 6) / 6`; NaN propagates.
+#[inline(always)]
+fn hard_swish(v: f32) -> f32 {
+    v * clip(v + 3.0, 0.0, 6.0) / 6.0
 }
 
 /// `max(v, 0)`, keeping NaN.

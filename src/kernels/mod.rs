@@ -12,12 +12,15 @@
 //! - [`conv`]: [`conv::Conv2d`], NCHW 2-D convolution prepared once (pointwise / im2col+GEMM /
 //!   depthwise paths), with fused bias and activation; `depthwise` holds the per-plane loops of
 //!   the depthwise path.
+//! - [`conv_transpose`]: transposed convolution in 1 to 3 spatial dimensions, as a GEMM over
+//!   weights packed once and a scatter of its columns into the output.
 //! - [`pool`]: max/average 2-D pooling with ONNX padding semantics, global pooling.
 //! - [`elementwise`]: broadcasting binary ops, per-channel affine (BatchNormalization).
 //! - [`broadcast`]: numpy-broadcasting maps of one to three inputs, for any element type.
 //! - [`scalar`]: [`scalar::Scalar`], arithmetic on every numeric element type.
 //! - [`scratch`]: scratch buffers kept between calls (no allocation once warm), cache-line
 //!   aligned ([`aligned::AlignedVec`]).
+//! - [`resize`]: separable interpolation of planes (nearest as gathers, linear, cubic).
 //! - [`softmax`]: softmax / log-softmax along an axis.
 //! - [`layer_norm`]: layer normalization of rows, statistics in float64.
 //! - [`transpose`]: N-D axis permutation.
@@ -37,6 +40,7 @@ pub mod activation;
 pub mod aligned;
 pub mod broadcast;
 pub mod conv;
+pub mod conv_transpose;
 pub mod cpu;
 mod depthwise;
 pub mod elementwise;
@@ -45,6 +49,7 @@ pub mod layer_norm;
 pub mod peak;
 pub mod pool;
 pub mod reference;
+pub mod resize;
 pub mod scalar;
 pub mod scratch;
 mod simd;

@@ -4,6 +4,7 @@
 
 use super::activation::Activation;
 use super::conv::Conv2dParams;
+use super::conv_transpose::ConvTransposeParams;
 use super::elementwise::BinaryOp;
 use super::gemm::MatRef;
 use super::pool::Pool2dParams;
@@ -99,6 +100,10 @@ pub fn activation_ref(act: Activation, x: f32) -> f32 {
             let x = x as f64;
             (0.5 * x * (1.0 + erf_f64(x * std::f64::consts::FRAC_1_SQRT_2))) as f32
         }
+        Activation::HardSwish => {
+            let x = x as f64;
+            (x * (x / 6.0 + 0.5).clamp(0.0, 1.0)) as f32
+        }
     }
 }
 
@@ -173,6 +178,61 @@ pub fn conv2d_ref(
                     output[((n * p.out_channels + oc) * oh + oy) * ow + ox] =
                         activation_ref(act, s as f32);
                 }
+            }
+        }
+    }
+}
+
+/// Transposed convolution by gathering: each output element sums, over the input channels of
+/// its group and the kernel taps, the input element at `(o + pad − k·dilation) / stride` where
+/// that divides exactly and lies inside the input; `weights` is `[C, M/groups, kernel…]`.
+pub fn conv_transpose_ref(
+    p: &ConvTransposeParams,
+    input: &[f32],
+    weights: &[f32],
+    bias: Option<&[f32]>,
+    output: &mut [f32],
+) {
+    let (cg, mg) = (p.in_channels / p.groups, p.out_channels / p.groups);
+    let (in_plane, out_plane, taps) = (p.in_plane(), p.out_plane(), p.taps());
+    // The input index of output index `o` through tap `k` of dimension `d`, if any.
+    let source = |d: usize, o: usize, k: usize| -> Option<usize> {
+        let at = o as i64 + p.pads_begin[d] as i64 - (k * p.dilations[d]) as i64;
+        let s = p.strides[d] as i64;
+        (at >= 0 && at % s == 0 && at / s < p.in_sp[d] as i64).then_some((at / s) as usize)
+    };
+    for n in 0..p.batch {
+        for m in 0..p.out_channels {
+            let (g, mi) = (m / mg, m % mg);
+            for o in 0..out_plane {
+                let os = [
+                    o / (p.out_sp[1] * p.out_sp[2]),
+                    o / p.out_sp[2] % p.out_sp[1],
+                    o % p.out_sp[2],
+                ];
+                let mut s = bias.map_or(0.0, |b| b[m] as f64);
+                for t in 0..taps {
+                    let ks = [
+                        t / (p.kernel[1] * p.kernel[2]),
+                        t / p.kernel[2] % p.kernel[1],
+                        t % p.kernel[2],
+                    ];
+                    let (Some(iz), Some(iy), Some(ix)) = (
+                        source(0, os[0], ks[0]),
+                        source(1, os[1], ks[1]),
+                        source(2, os[2], ks[2]),
+                    ) else {
+                        continue;
+                    };
+                    let i = (iz * p.in_sp[1] + iy) * p.in_sp[2] + ix;
+                    for ci in 0..cg {
+                        let c = g * cg + ci;
+                        let x = input[(n * p.in_channels + c) * in_plane + i];
+                        let w = weights[(c * mg + mi) * taps + t];
+                        s += x as f64 * w as f64;
+                    }
+                }
+                output[(n * p.out_channels + m) * out_plane + o] = s as f32;
             }
         }
     }

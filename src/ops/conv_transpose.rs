@@ -7,7 +7,10 @@ use super::util::{f32_of, f32_out, BuildCtx};
 use super::{Built, Kernel, OpDef, FLOAT};
 use crate::error::{Result, Status};
 use crate::ir::{DataType, Tensor};
-use rayon::prelude::*;
+use crate::kernels::conv_transpose::{
+    conv_transpose, ConvTransposeFilters, ConvTransposeParams, Filters,
+};
+use std::sync::Arc;
 
 /// The `ConvTranspose` operator.
 pub static DEF: OpDef = OpDef {
@@ -29,112 +32,32 @@ pub static DEF: OpDef = OpDef {
     build,
 };
 
-struct ConvTransposeKernel {
-    in_channels: usize,
-    out_channels: usize,
-    groups: usize,
-    in_sp: Vec<usize>,
-    out_sp: Vec<usize>,
-    kernel: Vec<usize>,
-    strides: Vec<usize>,
-    dilations: Vec<usize>,
-    pads_begin: Vec<usize>,
+/// The weights as the kernel takes them: packed once when they are constant.
+enum Weights {
+    /// Packed at build time (shared by every plan through the weight cache).
+    Packed(Arc<ConvTransposeFilters>),
+    /// Read from the input at each run.
+    AtRunTime,
 }
 
-impl ConvTransposeKernel {
-    /// For every (input position, kernel position) pair of one spatial dimension `d`, the output
-    /// position it reaches, if inside.
-    fn reach(&self, d: usize) -> Vec<Option<usize>> {
-        let (n_in, n_k) = (self.in_sp[d], self.kernel[d]);
-        let mut out = Vec::with_capacity(n_in * n_k);
-        for i in 0..n_in {
-            for k in 0..n_k {
-                let o = (i * self.strides[d] + k * self.dilations[d]) as i64
-                    - self.pads_begin[d] as i64;
-                out.push(
-                    (0..self.out_sp[d] as i64)
-                        .contains(&o)
-                        .then_some(o as usize),
-                );
-            }
-        }
-        out
-    }
+struct ConvTransposeKernel {
+    params: ConvTransposeParams,
+    weights: Weights,
 }
 
 impl Kernel for ConvTransposeKernel {
     fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor]) -> Result<()> {
         let x = f32_of(inputs, 0)?;
-        let w = f32_of(inputs, 1)?;
         let bias = match inputs.get(2).copied().flatten() {
             Some(b) => Some(b.as_f32()?),
             None => None,
         };
+        let filters = match &self.weights {
+            Weights::Packed(f) => Filters::Packed(f),
+            Weights::AtRunTime => Filters::Plain(f32_of(inputs, 1)?),
+        };
         let out = f32_out(&mut outputs[0])?;
-        let rank = self.in_sp.len();
-        // Pad the geometry to 3-D (leading size-1 dimensions).
-        let pad3 = |v: &[usize], fill: usize| {
-            let mut p = vec![fill; 3 - rank];
-            p.extend_from_slice(v);
-            p
-        };
-        let (in_sp, out_sp, ksz) = (
-            pad3(&self.in_sp, 1),
-            pad3(&self.out_sp, 1),
-            pad3(&self.kernel, 1),
-        );
-        let reach: Vec<Vec<Option<usize>>> = {
-            let mut r: Vec<Vec<Option<usize>>> = (0..3 - rank).map(|_| vec![Some(0)]).collect();
-            r.extend((0..rank).map(|d| self.reach(d)));
-            r
-        };
-        let in_plane: usize = in_sp.iter().product();
-        let out_plane: usize = out_sp.iter().product();
-        let k_plane: usize = ksz.iter().product();
-        let cg = self.in_channels / self.groups;
-        let mg = self.out_channels / self.groups;
-        if out_plane == 0 {
-            return Ok(());
-        }
-        out.par_chunks_mut(out_plane)
-            .enumerate()
-            .for_each(|(plane, dst)| {
-                let (n, oc) = (plane / self.out_channels, plane % self.out_channels);
-                let (g, ocg) = (oc / mg, oc % mg);
-                dst.fill(bias.map_or(0.0, |b| b[oc]));
-                for icg in 0..cg {
-                    let ic = g * cg + icg;
-                    let xs = &x[(n * self.in_channels + ic) * in_plane..][..in_plane];
-                    let wk = &w[(ic * mg + ocg) * k_plane..][..k_plane];
-                    for (at, &v) in xs.iter().enumerate() {
-                        let (iz, iy, ix) = (
-                            at / (in_sp[1] * in_sp[2]),
-                            at / in_sp[2] % in_sp[1],
-                            at % in_sp[2],
-                        );
-                        if v == 0.0 {
-                            continue;
-                        }
-                        for kz in 0..ksz[0] {
-                            let Some(oz) = reach[0][iz * ksz[0] + kz] else {
-                                continue;
-                            };
-                            for ky in 0..ksz[1] {
-                                let Some(oy) = reach[1][iy * ksz[1] + ky] else {
-                                    continue;
-                                };
-                                let row = (oz * out_sp[1] + oy) * out_sp[2];
-                                let wrow = (kz * ksz[1] + ky) * ksz[2];
-                                for kx in 0..ksz[2] {
-                                    if let Some(ox) = reach[2][ix * ksz[2] + kx] {
-                                        dst[row + ox] += v * wk[wrow + kx];
-                                    }
-                                }
-                            }
-                        }
-                    }
-                }
-            });
+        conv_transpose(&self.params, x, filters, bias, out);
         Ok(())
     }
 }
@@ -269,18 +192,42 @@ fn build(ctx: &BuildCtx) -> Result<Built> {
     }
     let mut shape = vec![n, m];
     shape.extend_from_slice(&out_sp);
+    // 1-D and 2-D geometries as 3-D ones with leading sizes of 1.
+    let lead = |v: &[usize], fill: usize| -> [usize; 3] {
+        let mut a = [fill; 3];
+        a[3 - rank..].copy_from_slice(v);
+        a
+    };
+    let to_usize = |v: &[i64]| v.iter().map(|&x| x as usize).collect::<Vec<_>>();
+    let params = ConvTransposeParams {
+        batch: n,
+        in_channels: c,
+        out_channels: m,
+        groups,
+        in_sp: lead(&x.shape[2..], 1),
+        out_sp: lead(&out_sp, 1),
+        kernel: lead(&kernel, 1),
+        strides: lead(&to_usize(&strides), 1),
+        dilations: lead(&to_usize(&dilations), 1),
+        pads_begin: lead(&to_usize(&begin), 0),
+    };
+    params
+        .validate()
+        .map_err(|e| ctx.err(Status::InvalidModel, e.message))?;
+    let weights = match w.constant {
+        Some(wt) => {
+            let isa = crate::kernels::cpu::isa();
+            let tag = format!("conv-transpose-filters {isa:?} c{c} m{m} g{groups} k{kernel:?}");
+            let filters = ctx.prepared(1, &tag, || {
+                ConvTransposeFilters::prepare(isa, &params, wt.as_f32()?)
+                    .map_err(|e| ctx.err(Status::InvalidModel, e.message))
+            })?;
+            Weights::Packed(filters)
+        }
+        None => Weights::AtRunTime,
+    };
     Ok(Built {
         outputs: vec![(DataType::F32, shape)],
-        kernel: Box::new(ConvTransposeKernel {
-            in_channels: c,
-            out_channels: m,
-            groups,
-            in_sp: x.shape[2..].to_vec(),
-            out_sp,
-            kernel,
-            strides: strides.iter().map(|&v| v as usize).collect(),
-            dilations: dilations.iter().map(|&v| v as usize).collect(),
-            pads_begin: begin.iter().map(|&v| v as usize).collect(),
-        }),
+        kernel: Box::new(ConvTransposeKernel { params, weights }),
     })
 }

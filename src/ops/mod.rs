@@ -452,6 +452,7 @@ pub fn fused_activation_named(
         ("Sigmoid", []) => Activation::Sigmoid,
         ("Tanh", []) => Activation::Tanh,
         ("Gelu", []) => Activation::Gelu,
+        ("HardSwish", []) => Activation::HardSwish,
         ("Clip", [min, max]) => Activation::Clip {
             min: *min,
             max: *max,

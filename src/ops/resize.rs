@@ -3,13 +3,16 @@
 //! `extrapolation_value`, antialiasing, `axes` and `keep_aspect_ratio_policy`.
 //!
 //! Interpolation is separable: for each resized axis the plan holds, per output index, the
-//! input indices it reads (clamped to the edge) and their weights; the kernel applies the axes
-//! one after another in f64.
+//! input indices it reads (clamped to the edge) and their weights. Float32 tensors resized on
+//! their last two axes only go through [`crate::kernels::resize`] (each output element from its
+//! row and column taps, nearest-neighbour axes as gathers, rows in parallel); the rest applies
+//! the axes one after another in f64.
 
 use super::util::BuildCtx;
 use super::{Built, Kernel, OpDef, NUMERIC};
 use crate::error::{Error, Result, Status};
-use crate::ir::{Elem, Tensor};
+use crate::ir::{DataType, Elem, Tensor};
+use crate::kernels::resize::{self, AxisTaps};
 
 /// The `Resize` operator.
 pub static DEF: OpDef = OpDef {
@@ -223,6 +226,45 @@ struct ResizeKernel {
     /// Per axis, the plan (`None`: copied as it is).
     axes: Vec<Option<AxisPlan>>,
     extrapolation: f64,
+    /// The float32 path, where only the last two axes are resized and every output reads
+    /// inside the input: the planes and their row and column taps.
+    planes: Option<PlaneResize>,
+}
+
+/// A resize of the last two axes only, as [`resize::resize_planes`] computes it.
+struct PlaneResize {
+    planes: usize,
+    in_hw: (usize, usize),
+    rows: AxisTaps,
+    cols: AxisTaps,
+}
+
+impl PlaneResize {
+    /// The plane path of `plans` (one per axis of `in_shape`, resizing it to `out_shape`), if
+    /// it has one.
+    fn of(in_shape: &[usize], out_shape: &[usize], plans: &[Option<AxisPlan>]) -> Option<Self> {
+        let rank = in_shape.len();
+        if rank < 2 || plans[..rank - 2].iter().any(Option::is_some) {
+            return None;
+        }
+        // Axes left out of the plans are copied, except empty outputs (the other path).
+        if out_shape[rank - 2..].contains(&0) {
+            return None;
+        }
+        if plans.iter().flatten().any(|p| p.outside.contains(&true)) {
+            return None;
+        }
+        let taps = |a: usize| match &plans[a] {
+            Some(p) => AxisTaps::new(p.out_len, p.taps, p.index.clone(), &p.weight),
+            None => AxisTaps::identity(in_shape[a]),
+        };
+        Some(PlaneResize {
+            planes: in_shape[..rank - 2].iter().product(),
+            in_hw: (in_shape[rank - 2], in_shape[rank - 1]),
+            rows: taps(rank - 2),
+            cols: taps(rank - 1),
+        })
+    }
 }
 
 impl ResizeKernel {
@@ -292,6 +334,12 @@ impl ResizeKernel {
 impl Kernel for ResizeKernel {
     fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor]) -> Result<()> {
         let x = inputs[0].ok_or_else(|| Error::new(Status::InternalError, "input missing"))?;
+        if let (Some(p), DataType::F32) = (&self.planes, x.dtype()) {
+            let out = outputs[0].as_mut_slice::<f32>()?;
+            let isa = crate::kernels::cpu::isa();
+            resize::resize_planes(isa, p.planes, p.in_hw, (&p.rows, &p.cols), x.as_f32()?, out);
+            return Ok(());
+        }
         crate::dispatch_numeric!(x.dtype(), T => self.compute::<T>(x, &mut outputs[0]),
             other => Err(Error::new(Status::UnsupportedDatatype, format!("{other:?}"))))
     }
@@ -403,12 +451,18 @@ fn finish(
         }
         plans[a] = Some(plan_axis(&opts, x.shape[a], out[a], scale[a], (r0, r1)));
     }
+    let planes = if x.dtype == DataType::F32 {
+        PlaneResize::of(x.shape, &out, &plans)
+    } else {
+        None
+    };
     Ok(Built {
         outputs: vec![(x.dtype, out)],
         kernel: Box::new(ResizeKernel {
             in_shape: x.shape.to_vec(),
             axes: plans,
             extrapolation,
+            planes,
         }),
     })
 }

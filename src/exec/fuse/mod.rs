@@ -3,9 +3,11 @@
 //! - float16/bfloat16 weights read only by nodes computed in float32 (`ops::widen`), and not
 //!   as their first input, are widened once (exactly), so the rewrites below see float32
 //!   constants and the plans do not widen them again;
-//! - `BatchNormalization` after a `Conv` with constant weights is folded into the weights;
+//! - `BatchNormalization` after a `Conv` with constant weights is folded into the weights, and
+//!   so are `Mul`s and `Add`s of constants per channel after it (`affine`);
 //! - the exporters' decomposed GELU, `0.5·x·(1 + Erf(x/√2))` in any of its usual spellings,
-//!   becomes one internal `Activation` node;
+//!   becomes one internal `Activation` node, and so does the decomposed HardSwish,
+//!   `x·Clip(x + 3, 0, 6)/6` or `x·HardSigmoid(x)` (`hard_swish`);
 //! - the exporters' decomposed layer normalization over the last axis becomes one
 //!   `LayerNormalization` node (`layer_norm`);
 //! - around a float32 `MatMul`, the `Add` of a constant per-column bias after a product by a
@@ -19,21 +21,26 @@
 //!   `ConvDepthwise` (computed in bands of rows), which also takes the 1×1 convolution that
 //!   alone reads its output (a MobileNetV2 block's projection).
 //!
-//! Modules: `half` (the half-precision weights), `gelu` (the GELU patterns), `layer_norm`
+//! Modules: `half` (the half-precision weights), `affine` (the scales and shifts after a
+//! convolution), `gelu` (the GELU patterns), `hard_swish` (the HardSwish patterns), `layer_norm`
 //! (the layer normalizations), `matmul` (the products), `depthwise` (the 1×1 and depthwise
 //! pairs); the other rewrites and the helpers they share are here.
 
+mod affine;
 mod depthwise;
 mod gelu;
 mod half;
+mod hard_swish;
 mod layer_norm;
 mod matmul;
 
 use crate::ir::{Attr, Graph, Node, Tensor, TensorData, ValueId, ValueInfo};
 use crate::ops;
+use affine::fold_conv_affines;
 use depthwise::{fuse_pointwise_depthwise, fuse_projections};
 use gelu::fuse_gelu;
 use half::widen_half_weights;
+use hard_swish::fuse_hard_swish;
 use layer_norm::fuse_layer_norms;
 use matmul::{fuse_matmuls, is_matmul_by_constant};
 use std::collections::BTreeMap;
@@ -44,7 +51,9 @@ pub fn fuse(mut g: Graph) -> Graph {
     fold_constant_nodes(&mut g);
     widen_half_weights(&mut g);
     fold_batch_norms(&mut g);
+    fold_conv_affines(&mut g);
     fuse_gelu(&mut g);
+    fuse_hard_swish(&mut g);
     fuse_layer_norms(&mut g);
     fuse_matmuls(&mut g);
     fuse_residual_adds(&mut g);
@@ -331,7 +340,7 @@ fn activation_of(g: &Graph, n: &Node) -> Option<(String, Vec<f32>)> {
         return None;
     }
     match n.op_type.as_str() {
-        "Relu" | "Sigmoid" | "Tanh" if n.inputs.len() == 1 && !internal => {
+        "Relu" | "Sigmoid" | "Tanh" | "HardSwish" if n.inputs.len() == 1 && !internal => {
             Some((n.op_type.clone(), vec![]))
         }
         "Activation" if internal => match n.attrs.get("activation") {
@@ -609,19 +618,26 @@ mod tests {
                 assert_eq!(got[o * 2 + p], want, "o{o} p{p}");
             }
         }
-        // A residual that broadcasts (one value per channel) still computes the Add.
-        let text = format!(
-            "{HEADER} g (float[1, 2, 1, 2] x) => (float[1, 2, 1, 2] y)
-             <float[2, 2, 1, 1] w = {{1.0, -2.0, 0.5, 3.0}}, float[1, 2, 1, 1] r = {{10.0, -10.0}}>
-             {{ c = Conv(x, w)\n y = Add(c, r) }}"
-        );
-        assert_eq!(ops(&fused(&text)), ["FusedConv"]);
-        let got = run_text(&text, vec![1, 2, 1, 2], &x);
-        let r = [10.0f32, -10.0];
-        for o in 0..2 {
-            for p in 0..2 {
-                let want = w[o][0] * x[p] + w[o][1] * x[2 + p] + r[o];
-                assert_eq!(got[o * 2 + p], want, "broadcast o{o} p{p}");
+        // A constant residual that broadcasts along the width still computes the Add; one
+        // value per channel folds into the bias instead (`affine`), and computes it too.
+        for (r_shape, fused_op, along_width) in [
+            ("1, 1, 1, 2", "FusedConv", true),
+            ("1, 2, 1, 1", "Conv", false),
+        ] {
+            let text = format!(
+                "{HEADER} g (float[1, 2, 1, 2] x) => (float[1, 2, 1, 2] y)
+                 <float[2, 2, 1, 1] w = {{1.0, -2.0, 0.5, 3.0}}, float[{r_shape}] r = {{10.0, -10.0}}>
+                 {{ c = Conv(x, w)\n y = Add(c, r) }}"
+            );
+            assert_eq!(ops(&fused(&text)), [fused_op]);
+            let got = run_text(&text, vec![1, 2, 1, 2], &x);
+            let r = [10.0f32, -10.0];
+            for o in 0..2 {
+                for p in 0..2 {
+                    let want =
+                        w[o][0] * x[p] + w[o][1] * x[2 + p] + r[if along_width { p } else { o }];
+                    assert_eq!(got[o * 2 + p], want, "broadcast {r_shape}: o{o} p{p}");
+                }
             }
         }
         // A Conv output read twice is not fused.
