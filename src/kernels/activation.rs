@@ -35,6 +35,8 @@ pub enum Activation {
     /// `x · min(max(x + 3, 0), 6) / 6`, computed in that order (as the exporters' decomposed
     /// form is).
     HardSwish,
+    /// `x · sigmoid(x)` (SiLU, swish), with the sigmoid of [`Activation::Sigmoid`].
+    Silu,
 }
 
 impl Activation {
@@ -71,6 +73,7 @@ impl Activation {
             Activation::Erf => x.iter_mut().for_each(|v| *v = erf_approx(*v)),
             Activation::Gelu => x.iter_mut().for_each(|v| *v = gelu(*v)),
             Activation::HardSwish => x.iter_mut().for_each(|v| *v = hard_swish(*v)),
+            Activation::Silu => x.iter_mut().for_each(|v| *v *= sigmoid(*v)),
         }
     }
 
@@ -102,6 +105,7 @@ impl Activation {
             Activation::Erf => erf_approx(v),
             Activation::Gelu => gelu(v),
             Activation::HardSwish => hard_swish(v),
+            Activation::Silu => v * sigmoid(v),
         }
     }
 }
@@ -298,6 +302,8 @@ mod tests {
             Activation::Tanh,
             Activation::Erf,
             Activation::Gelu,
+            Activation::HardSwish,
+            Activation::Silu,
         ];
         for isa in cpu::test_isas() {
             for act in acts {

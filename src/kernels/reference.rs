@@ -104,6 +104,7 @@ pub fn activation_ref(act: Activation, x: f32) -> f32 {
             let x = x as f64;
             (x * (x / 6.0 + 0.5).clamp(0.0, 1.0)) as f32
         }
+        Activation::Silu => (x as f64 / (1.0 + (-(x as f64)).exp())) as f32,
     }
 }
 

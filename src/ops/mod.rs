@@ -453,6 +453,7 @@ pub fn fused_activation_named(
         ("Tanh", []) => Activation::Tanh,
         ("Gelu", []) => Activation::Gelu,
         ("HardSwish", []) => Activation::HardSwish,
+        ("Silu", []) => Activation::Silu,
         ("Clip", [min, max]) => Activation::Clip {
             min: *min,
             max: *max,

@@ -6,8 +6,8 @@
 //! - `BatchNormalization` after a `Conv` with constant weights is folded into the weights, and
 //!   so are `Mul`s and `Add`s of constants per channel after it (`affine`);
 //! - the exporters' decomposed GELU, `0.5·x·(1 + Erf(x/√2))` in any of its usual spellings,
-//!   becomes one internal `Activation` node, and so does the decomposed HardSwish,
-//!   `x·Clip(x + 3, 0, 6)/6` or `x·HardSigmoid(x)` (`hard_swish`);
+//!   becomes one internal `Activation` node, and so do the decomposed HardSwish,
+//!   `x·Clip(x + 3, 0, 6)/6` or `x·HardSigmoid(x)`, and SiLU, `x·Sigmoid(x)` (`swish`);
 //! - the exporters' decomposed layer normalization over the last axis becomes one
 //!   `LayerNormalization` node (`layer_norm`);
 //! - around a float32 `MatMul`, the `Add` of a constant per-column bias after a product by a
@@ -22,7 +22,7 @@
 //!   alone reads its output (a MobileNetV2 block's projection).
 //!
 //! Modules: `half` (the half-precision weights), `affine` (the scales and shifts after a
-//! convolution), `gelu` (the GELU patterns), `hard_swish` (the HardSwish patterns), `layer_norm`
+//! convolution), `gelu` (the GELU patterns), `swish` (the HardSwish and SiLU patterns), `layer_norm`
 //! (the layer normalizations), `matmul` (the products), `depthwise` (the 1×1 and depthwise
 //! pairs); the other rewrites and the helpers they share are here.
 
@@ -30,9 +30,9 @@ mod affine;
 mod depthwise;
 mod gelu;
 mod half;
-mod hard_swish;
 mod layer_norm;
 mod matmul;
+mod swish;
 
 use crate::ir::{Attr, Graph, Node, Tensor, TensorData, ValueId, ValueInfo};
 use crate::ops;
@@ -40,11 +40,11 @@ use affine::fold_conv_affines;
 use depthwise::{fuse_pointwise_depthwise, fuse_projections};
 use gelu::fuse_gelu;
 use half::widen_half_weights;
-use hard_swish::fuse_hard_swish;
 use layer_norm::fuse_layer_norms;
 use matmul::{fuse_matmuls, is_matmul_by_constant};
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use swish::fuse_swishes;
 
 /// Applies every rewrite.
 pub fn fuse(mut g: Graph) -> Graph {
@@ -53,7 +53,7 @@ pub fn fuse(mut g: Graph) -> Graph {
     fold_batch_norms(&mut g);
     fold_conv_affines(&mut g);
     fuse_gelu(&mut g);
-    fuse_hard_swish(&mut g);
+    fuse_swishes(&mut g);
     fuse_layer_norms(&mut g);
     fuse_matmuls(&mut g);
     fuse_residual_adds(&mut g);

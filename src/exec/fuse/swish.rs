@@ -1,6 +1,8 @@
-//! The exporters' decomposed HardSwish recognised and replaced by one internal `Activation`
-//! node: `x · Clip(x + 3, 0, 6)` then `/ 6` or `· (1/6)`, or `x · (Clip(x + 3, 0, 6) / 6)`
-//! (operands in either order), and `x · HardSigmoid(x)` with `alpha = 1/6, beta = 0.5`.
+//! The exporters' gated activations, `x` times a gate computed from `x`, recognised and
+//! replaced by one internal `Activation` node:
+//! - HardSwish: `x · Clip(x + 3, 0, 6)` then `/ 6` or `· (1/6)`, or `x · (Clip(x + 3, 0, 6) / 6)`
+//!   (operands in either order), and `x · HardSigmoid(x)` with `alpha = 1/6, beta = 0.5`;
+//! - SiLU (swish): `x · Sigmoid(x)`.
 
 use super::{
     absorb_declared, activation_of, drop_removed, is_default, other_input, producers, scalar_f32,
@@ -26,6 +28,21 @@ fn sixth_after(g: &Graph, consumers: &[Option<usize>], v: ValueId) -> Option<usi
     let by_sixth = other_input(node, "Mul", v)
         .is_some_and(|c| scalar_f32(g, c).is_some_and(|c| near(c, 1.0 / 6.0)));
     (by_six || by_sixth).then_some(n)
+}
+
+/// The nodes of a decomposed SiLU whose gate (`Sigmoid`) is node `c`: `(x, [c], the Mul)`.
+fn silu_at(
+    g: &Graph,
+    consumers: &[Option<usize>],
+    c: usize,
+) -> Option<(ValueId, Vec<usize>, usize)> {
+    let gate = &g.nodes[c];
+    if !is_default(gate, "Sigmoid") || gate.inputs.len() != 1 || gate.outputs.len() != 1 {
+        return None;
+    }
+    let (x, s) = (gate.inputs[0]?, gate.outputs[0]?);
+    let m = consumers[s]?;
+    (other_input(&g.nodes[m], "Mul", s)? == Some(x)).then(|| (x, vec![c], m))
 }
 
 /// The nodes of a decomposed HardSwish whose gate (`Clip` or `HardSigmoid`) is node `c`:
@@ -93,8 +110,8 @@ fn hard_swish_at(
     Some((x, gone, last))
 }
 
-/// Replaces every decomposed HardSwish by one internal `Activation` node.
-pub(super) fn fuse_hard_swish(g: &mut Graph) {
+/// Replaces every decomposed HardSwish and SiLU by one internal `Activation` node.
+pub(super) fn fuse_swishes(g: &mut Graph) {
     let consumers = sole_consumers(g);
     let prod = producers(g);
     let mut removed = vec![false; g.nodes.len()];
@@ -102,9 +119,14 @@ pub(super) fn fuse_hard_swish(g: &mut Graph) {
         if removed[c] {
             continue;
         }
-        let Some((x, gone, last)) = hard_swish_at(g, &prod, &consumers, c) else {
-            continue;
+        let (found, kind) = match silu_at(g, &consumers, c) {
+            Some(f) => (f, "Silu"),
+            None => match hard_swish_at(g, &prod, &consumers, c) {
+                Some(f) => (f, "HardSwish"),
+                None => continue,
+            },
         };
+        let (x, gone, last) = found;
         if gone.iter().chain([&last]).any(|&i| removed[i]) {
             continue;
         }
@@ -120,7 +142,7 @@ pub(super) fn fuse_hard_swish(g: &mut Graph) {
         n.inputs = vec![Some(x)];
         n.attrs = BTreeMap::from([(
             "activation".to_string(),
-            Attr::String(b"HardSwish".to_vec()),
+            Attr::String(kind.as_bytes().to_vec()),
         )]);
         for i in gone {
             removed[i] = true;
@@ -161,6 +183,23 @@ mod tests {
                 matches!(g.nodes[0].attrs.get("activation"), Some(Attr::String(s)) if s == b"HardSwish")
             );
         }
+    }
+
+    #[test]
+    fn sigmoid_times_its_input_becomes_silu() {
+        for body in [
+            "s = Sigmoid(x)\n y = Mul(x, s)",
+            "s = Sigmoid(x)\n y = Mul(s, x)",
+        ] {
+            let g = fused(&model(body));
+            assert_eq!(ops(&g), ["Activation"], "{body}");
+            assert!(
+                matches!(g.nodes[0].attrs.get("activation"), Some(Attr::String(s)) if s == b"Silu")
+            );
+        }
+        // A sigmoid gating another tensor stays.
+        let g = fused(&model("a = Add(x, three)\n s = Sigmoid(x)\n y = Mul(a, s)"));
+        assert_eq!(ops(&g), ["Add", "Sigmoid", "Mul"]);
     }
 
     #[test]
