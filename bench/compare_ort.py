@@ -8,7 +8,8 @@ is reported as median [min, max] (below 1.0 means onnxifi-rust is faster). Outpu
 to agree with ONNX Runtime before anything is timed.
 
     .venv/bin/python bench/compare_ort.py [--models a,b,...|all] [--threads 1,2] [--rounds R]
-        [--runs K|auto] [--lib PATH] [--peak-gflops G] [--rss] [--json PATH] [MODEL.onnx ...]
+        [--runs K|auto] [--lib PATH] [--peak-gflops G] [--rss] [--json PATH] [--real]
+        [MODEL.onnx ...]
 
 % of peak is taken against the fp32 FMA peak of one core as `onnxifi-run peak` (built beside
 the library) measures it, times the thread count; --peak-gflops overrides it.
@@ -18,7 +19,9 @@ Built-in models (fixed-seed random weights, opset 17, NCHW, float32, batch 1):
   small_cnn, conv_block, mlp, and resnet50_f16, mobilenetv2_f16, bert2_f16 (the same models in
   float16: weights rounded, inputs and outputs float16; `--models all` runs all eleven).
   Positional .onnx files are run too (inputs from their declared shapes, symbolic dimensions
-  bound to 1); when files are given without --models, only the files run.
+  bound to 1); when files are given without --models, only the files run. --real adds the
+  CNNs shipped in PyPI wheels that the tests download (NudeNet, RapidOCR's three models) at
+  fixed input sizes, as files.
 
 The library reads ONNXIFI_RUST_NUM_THREADS once per process, so every thread count of --threads
 runs in its own child process (this script with --_worker); the parent gathers the rows and
@@ -859,6 +862,41 @@ def markdown_table(rows, threads, peak):
     return "\n".join(out)
 
 
+# The CNNs shipped in PyPI wheels (scripts/real_models.py extracts them into .testdata/real
+# during the test setup), each at a fixed input size typical of its use: NudeNet's YOLOv8n
+# detector at 320², RapidOCR's text detector (PP-OCRv4, DBNet) on a 640² page, its recogniser
+# on a 48×320 text line and its direction classifier on 48×192.
+REAL_MODELS = {
+    "nudenet_320n": [1, 3, 320, 320],
+    "rapidocr_ppocrv4_det": [1, 3, 640, 640],
+    "rapidocr_ppocrv4_rec": [1, 3, 48, 320],
+    "rapidocr_ppocr_mobile_v2_cls": [1, 3, 48, 192],
+}
+
+
+def real_model_files():
+    """Copies of the REAL_MODELS with their input fixed to those sizes (made once, beside the
+    cases, in .testdata/real/fixed), as paths."""
+    cases = os.path.join(ROOT, ".testdata", "real", "cases")
+    fixed = os.path.join(ROOT, ".testdata", "real", "fixed")
+    os.makedirs(fixed, exist_ok=True)
+    paths = []
+    for case, shape in REAL_MODELS.items():
+        src = os.path.join(cases, case, "model.onnx")
+        dst = os.path.join(fixed, f"{case}.onnx")
+        if not os.path.isfile(dst):
+            if not os.path.isfile(src):
+                sys.exit(f"{src}: missing (run scripts/setup-test-env.sh and "
+                         f".venv/bin/python scripts/real_models.py)")
+            m = onnx.load(src)
+            for d, v in zip(m.graph.input[0].type.tensor_type.shape.dim, shape):
+                d.Clear()
+                d.dim_value = v
+            onnx.save(m, dst)
+        paths.append(dst)
+    return paths
+
+
 def parse_args(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -876,6 +914,8 @@ def parse_args(argv):
                          "measured by `onnxifi-run peak` next to --lib, else 117)")
     ap.add_argument("--rss", action="store_true", help="also measure peak RSS (in fresh processes)")
     ap.add_argument("--json", metavar="PATH", help="write every row to PATH as JSON")
+    ap.add_argument("--real", action="store_true",
+                    help="also run the CNNs shipped in PyPI wheels (REAL_MODELS) at fixed sizes")
     ap.add_argument("--_worker", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--_rows", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -893,6 +933,8 @@ def parse_args(argv):
     except ValueError:
         ap.error("--threads takes a comma list of positive integers")
 
+    if args.real:
+        args.files = list(args.files) + real_model_files()
     if args.models is None:
         names = [] if args.files else list(DEFAULT_MODELS)
     else:
