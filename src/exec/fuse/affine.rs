@@ -4,10 +4,9 @@
 //! and shift after every convolution; each was two passes over the convolution's output.
 
 use super::{
-    absorb_declared, add_constant, constant_f32, drop_removed, is_default, scale_rows,
-    sole_consumers,
+    absorb_declared, constant_f32, drop_removed, is_default, rescale_conv, sole_consumers,
 };
-use crate::ir::{Graph, Tensor, TensorData, ValueId};
+use crate::ir::{Graph, ValueId};
 
 /// How a node after the convolution transforms each channel's values.
 enum Step {
@@ -75,14 +74,14 @@ pub(super) fn fold_conv_affines(g: &mut Graph) {
         if removed[i] || !is_default(conv, "Conv") || conv.outputs.len() != 1 {
             continue;
         }
-        let Some((w_shape, w)) = constant_f32(g, conv.inputs.get(1).copied().flatten()) else {
+        let Some((w_shape, _)) = constant_f32(g, conv.inputs.get(1).copied().flatten()) else {
             continue;
         };
         let bias_in = conv.inputs.get(2).copied().flatten();
         if w_shape.len() < 3 || bias_in.is_some_and(|b| constant_f32(g, Some(b)).is_none()) {
             continue;
         }
-        let (m, rank, w_len) = (w_shape[0], w_shape.len(), w.len());
+        let (m, rank) = (w_shape[0], w_shape.len());
         // The run of steps, each reading the previous one's output.
         let (mut scale, mut shift) = (vec![1.0f32; m], vec![0.0f32; m]);
         let mut gone = Vec::new();
@@ -117,43 +116,7 @@ pub(super) fn fold_conv_affines(g: &mut Graph) {
         if !absorb_declared(g, &inner, out) {
             continue;
         }
-        let bias: Vec<f32> = match bias_in {
-            Some(b) => constant_f32(g, Some(b)).expect("checked").1.to_vec(),
-            None => vec![0.0; m],
-        };
-        let new_b: Vec<f32> = bias
-            .iter()
-            .zip(scale.iter().zip(&shift))
-            .map(|(&b, (&s, &t))| b * s + t)
-            .collect();
-        let name = g.nodes[i].name.clone();
-        let w_in = g.nodes[i].inputs[1].expect("checked");
-        // As for batch normalisation: scaled in place when this Conv alone reads them.
-        let w_id = if consumers[w_in] == Some(i) {
-            w_in
-        } else {
-            let (w_shape, w) = constant_f32(g, Some(w_in)).expect("checked");
-            let copy = Tensor {
-                shape: w_shape,
-                data: TensorData::F32(w.to_vec()),
-            };
-            add_constant(g, format!("{name}::affine_weights"), copy)
-        };
-        let per = w_len.checked_div(m).unwrap_or(0).max(1);
-        scale_rows(g, w_id, per, &scale);
-        let b_id = add_constant(
-            g,
-            format!("{name}::affine_bias"),
-            Tensor {
-                shape: vec![m],
-                data: TensorData::F32(new_b),
-            },
-        );
-        let conv = &mut g.nodes[i];
-        conv.inputs.resize(3, None);
-        conv.inputs[1] = Some(w_id);
-        conv.inputs[2] = Some(b_id);
-        conv.outputs[0] = Some(out);
+        rescale_conv(g, &consumers, i, (&scale, &shift), (out, "affine"));
         for n in gone {
             removed[n] = true;
         }

@@ -2,11 +2,10 @@
 //! recognised and replaced by one internal `Activation` node.
 
 use super::{
-    absorb_declared, drop_removed, is_default, other_input, producers, scalar_f32, sole_consumers,
+    drop_removed, is_default, other_input, producers, replace_by_activation, scalar_f32,
+    sole_consumers,
 };
-use crate::ir::{Attr, Graph, ValueId};
-use crate::ops;
-use std::collections::BTreeMap;
+use crate::ir::{Graph, ValueId};
 
 /// Whether `v` is `want` as a model may store it: within float32 rounding (10⁻⁴ relative), or
 /// exactly `want` rounded to float16 or bfloat16 (both store √2 as 181/128).
@@ -84,25 +83,8 @@ pub(super) fn fuse_gelu(g: &mut Graph) {
         if removed[e] {
             continue;
         }
-        let Some((x, gone, last)) = gelu_at(g, &prod, &consumers, e) else {
-            continue;
-        };
-        if gone.iter().chain([&last]).any(|&i| removed[i]) {
-            continue;
-        }
-        let inner: Vec<ValueId> = gone.iter().filter_map(|&i| g.nodes[i].outputs[0]).collect();
-        let last_out = g.nodes[last].outputs[0];
-        match last_out {
-            Some(out) if absorb_declared(g, &inner, out) => {}
-            _ => continue,
-        }
-        let n = &mut g.nodes[last];
-        n.op_type = "Activation".into();
-        n.domain = ops::INTERNAL_DOMAIN.into();
-        n.inputs = vec![Some(x)];
-        n.attrs = BTreeMap::from([("activation".to_string(), Attr::String(b"Gelu".to_vec()))]);
-        for i in gone {
-            removed[i] = true;
+        if let Some(found) = gelu_at(g, &prod, &consumers, e) {
+            replace_by_activation(g, &mut removed, found, "Gelu");
         }
     }
     drop_removed(g, &removed);

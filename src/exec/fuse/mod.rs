@@ -144,6 +144,38 @@ fn sole_consumers(g: &Graph) -> Vec<Option<usize>> {
         .collect()
 }
 
+/// Makes node `last` the internal `Activation` of `kind` reading `x`, in place of the pattern
+/// of nodes `gone` (each read only by the next) ending at it, and marks those removed; `false`
+/// (nothing changed) when one of them is already removed or a declared type would be lost.
+fn replace_by_activation(
+    g: &mut Graph,
+    removed: &mut [bool],
+    (x, gone, last): (ValueId, Vec<usize>, usize),
+    kind: &str,
+) -> bool {
+    if gone.iter().chain([&last]).any(|&i| removed[i]) {
+        return false;
+    }
+    let inner: Vec<ValueId> = gone.iter().filter_map(|&i| g.nodes[i].outputs[0]).collect();
+    let last_out = g.nodes[last].outputs[0];
+    match last_out {
+        Some(out) if absorb_declared(g, &inner, out) => {}
+        _ => return false,
+    }
+    let n = &mut g.nodes[last];
+    n.op_type = "Activation".into();
+    n.domain = ops::INTERNAL_DOMAIN.into();
+    n.inputs = vec![Some(x)];
+    n.attrs = BTreeMap::from([(
+        "activation".to_string(),
+        Attr::String(kind.as_bytes().to_vec()),
+    )]);
+    for i in gone {
+        removed[i] = true;
+    }
+    true
+}
+
 /// Removes the nodes a pass absorbed.
 fn drop_removed(g: &mut Graph, removed: &[bool]) {
     let mut k = 0;
@@ -221,16 +253,6 @@ fn fold_batch_norms(g: &mut Graph) {
             continue;
         }
         if let Some(bn) = batch_norm_after(g, &consumers, i) {
-            let conv = &g.nodes[i];
-            let w_in = conv.inputs[1].expect("checked");
-            let (w_shape, w) = constant_f32(g, Some(w_in)).expect("checked");
-            let m = w_shape[0];
-            // An empty weight has no rows to scale (chunks of at least one element).
-            let per = w.len().checked_div(m).unwrap_or(0).max(1);
-            let bias: Vec<f32> = match conv.inputs.get(2).copied().flatten() {
-                Some(id) => constant_f32(g, Some(id)).expect("checked").1.to_vec(),
-                None => vec![0.0; m],
-            };
             let p: Vec<&[f32]> = (1..5)
                 .map(|k| constant_f32(g, g.nodes[bn].inputs[k]).expect("checked").1)
                 .collect();
@@ -239,45 +261,66 @@ fn fold_batch_norms(g: &mut Graph) {
                 _ => 1e-5,
             };
             let (mul, add) = ops::fold_batch_norm(p[0], p[1], p[2], p[3], eps);
-            let new_b: Vec<f32> = bias
-                .iter()
-                .zip(&mul)
-                .zip(&add)
-                .map(|((&b, &k), &a)| b * k + a)
-                .collect();
-            let name = g.nodes[i].name.clone();
-            // Weights only this Conv reads are scaled where they are: a copy would fault a
-            // model's worth of fresh pages in (most of a large model's load time is the kernel
-            // handing out pages) and hold both copies at the peak.
-            let w_id = if consumers[w_in] == Some(i) {
-                w_in
-            } else {
-                let (w_shape, w) = constant_f32(g, Some(w_in)).expect("checked");
-                let copy = Tensor {
-                    shape: w_shape,
-                    data: TensorData::F32(w.to_vec()),
-                };
-                add_constant(g, format!("{name}::bn_weights"), copy)
-            };
-            scale_rows(g, w_id, per, &mul);
-            let b_id = add_constant(
-                g,
-                format!("{name}::bn_bias"),
-                Tensor {
-                    shape: vec![m],
-                    data: TensorData::F32(new_b),
-                },
-            );
-            let out = g.nodes[bn].outputs[0];
-            let conv = &mut g.nodes[i];
-            conv.inputs.resize(3, None);
-            conv.inputs[1] = Some(w_id);
-            conv.inputs[2] = Some(b_id);
-            conv.outputs[0] = out;
+            let out = g.nodes[bn].outputs[0].expect("checked");
+            rescale_conv(g, &consumers, i, (&mul, &add), (out, "bn"));
             removed[bn] = true;
         }
     }
     drop_removed(g, &removed);
+}
+
+/// Folds `y = mul·conv(x) + add` (one factor and term per output channel) into Conv node
+/// `conv`, whose weights (4-D or more, float32 constants, as its bias if any) it rescales and
+/// whose output becomes `out`; the new constants are named after the node and `what`.
+fn rescale_conv(
+    g: &mut Graph,
+    consumers: &[Option<usize>],
+    conv: usize,
+    (mul, add): (&[f32], &[f32]),
+    (out, what): (ValueId, &str),
+) {
+    let w_in = g.nodes[conv].inputs[1].expect("checked");
+    let (w_shape, w) = constant_f32(g, Some(w_in)).expect("checked");
+    let m = w_shape[0];
+    // An empty weight has no rows to scale (chunks of at least one element).
+    let per = w.len().checked_div(m).unwrap_or(0).max(1);
+    let bias: Vec<f32> = match g.nodes[conv].inputs.get(2).copied().flatten() {
+        Some(id) => constant_f32(g, Some(id)).expect("checked").1.to_vec(),
+        None => vec![0.0; m],
+    };
+    let new_b: Vec<f32> = bias
+        .iter()
+        .zip(mul.iter().zip(add))
+        .map(|(&b, (&k, &a))| b * k + a)
+        .collect();
+    let name = g.nodes[conv].name.clone();
+    // Weights only this Conv reads are scaled where they are: a copy would fault a model's
+    // worth of fresh pages in (most of a large model's load time is the kernel handing out
+    // pages) and hold both copies at the peak.
+    let w_id = if consumers[w_in] == Some(conv) {
+        w_in
+    } else {
+        let (w_shape, w) = constant_f32(g, Some(w_in)).expect("checked");
+        let copy = Tensor {
+            shape: w_shape,
+            data: TensorData::F32(w.to_vec()),
+        };
+        add_constant(g, format!("{name}::{what}_weights"), copy)
+    };
+    scale_rows(g, w_id, per, mul);
+    let b_id = add_constant(
+        g,
+        format!("{name}::{what}_bias"),
+        Tensor {
+            shape: vec![m],
+            data: TensorData::F32(new_b),
+        },
+    );
+    let node = &mut g.nodes[conv];
+    node.inputs.resize(3, None);
+    node.inputs[1] = Some(w_id);
+    node.inputs[2] = Some(b_id);
+    node.outputs[0] = Some(out);
 }
 
 /// Multiplies each output channel's `per` weights of constant `w` by its factor in `mul`, in

@@ -5,12 +5,10 @@
 //! - SiLU (swish): `x · Sigmoid(x)`.
 
 use super::{
-    absorb_declared, activation_of, drop_removed, is_default, other_input, producers, scalar_f32,
-    sole_consumers,
+    activation_of, drop_removed, is_default, other_input, producers, replace_by_activation,
+    scalar_f32, sole_consumers,
 };
 use crate::ir::{Attr, Graph, ValueId};
-use crate::ops;
-use std::collections::BTreeMap;
 
 /// Whether `v` is `want` within float32 rounding.
 fn near(v: f32, want: f32) -> bool {
@@ -126,27 +124,7 @@ pub(super) fn fuse_swishes(g: &mut Graph) {
                 None => continue,
             },
         };
-        let (x, gone, last) = found;
-        if gone.iter().chain([&last]).any(|&i| removed[i]) {
-            continue;
-        }
-        let inner: Vec<ValueId> = gone.iter().filter_map(|&i| g.nodes[i].outputs[0]).collect();
-        let last_out = g.nodes[last].outputs[0];
-        match last_out {
-            Some(out) if absorb_declared(g, &inner, out) => {}
-            _ => continue,
-        }
-        let n = &mut g.nodes[last];
-        n.op_type = "Activation".into();
-        n.domain = ops::INTERNAL_DOMAIN.into();
-        n.inputs = vec![Some(x)];
-        n.attrs = BTreeMap::from([(
-            "activation".to_string(),
-            Attr::String(kind.as_bytes().to_vec()),
-        )]);
-        for i in gone {
-            removed[i] = true;
-        }
+        replace_by_activation(g, &mut removed, found, kind);
     }
     drop_removed(g, &removed);
 }
