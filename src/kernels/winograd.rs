@@ -49,8 +49,9 @@ pub fn suits(p: &Conv2dParams) -> bool {
 }
 
 /// The output tile `R` of the variant F(R×R, 3×3) that computes `p`, if one does: 3×3, stride
-/// 1, dilation 1, one group, at least 16 input and output channels (below that the transforms
-/// cost more than the multiplications they save), and at least [`MIN_TILES`] output tiles:
+/// 1, dilation 1, one group, at least 16 input and output channels and [`MIN_CHANNEL_PAIRS`]
+/// channel pairs (below that the transforms cost more than the multiplications they save),
+/// and at least [`MIN_TILES`] output tiles:
 /// each of the GEMMs has one row per tile, and with fewer the GEMMs run short of rows while
 /// the transforms cost the same per tile.
 /// - F(4×4, 3×3) for at most 256×256 channel pairs: its transformed filters take 36/9 = 4×
@@ -66,7 +67,7 @@ pub fn output_tile(p: &Conv2dParams) -> Option<usize> {
             .saturating_mul(p.out_w().div_ceil(r))
     };
     let pairs = p.in_channels.saturating_mul(p.out_channels);
-    if !plain_3x3(p) {
+    if !plain_3x3(p) || pairs < MIN_CHANNEL_PAIRS {
         None
     } else if pairs <= MAX_CHANNEL_PAIRS && tiles(4) >= MIN_TILES {
         Some(4)
@@ -101,6 +102,16 @@ fn plain_3x3(p: &Conv2dParams) -> bool {
 /// 16 (ONNX Runtime 0.26–0.29 there). In the seventh session, before the transforms and the
 /// band schedule were reworked, Winograd had been the slower one there (2.03 against 1.83 ms).
 const MIN_TILES: usize = 16;
+
+/// Fewest `in_c · out_c` either variant takes (the kernels compute from 16 channels each way
+/// on). `kernel_bench` (`KB_COLD=4`, five interleaved rounds, GFLOP/s of the direct method's
+/// flops, F(4×4, 3×3) → implicit im2col GEMM, 1 / 2 threads): YOLOv8's 16→16 at 80² 42.6 →
+/// 56.2 / 69.6 → 101.0, 16→32 at 80² 47.9 → 74.1 / 92.7 → 141.9, 32→16 47.8 → 66.7 / 95.8 →
+/// 106.7, 24→24 at 56² 48.5 → 65.9 / 94.4 → 117.8; but 32→32 at 40² 104.4 → 79.5 / 183.2 →
+/// 138.4 and at 20² 75.6 → 60.3 / 98.6 → 77.2, and the PP-OCRv4 detector's 96→24 layers
+/// (2304 pairs) lost: the whole model went from 0.82 to 1.06× ONNX Runtime at 1 thread with
+/// them on the GEMM.
+const MIN_CHANNEL_PAIRS: usize = 32 * 32;
 
 /// Most `in_c · out_c` F(4×4, 3×3) takes.
 const MAX_CHANNEL_PAIRS: usize = 256 * 256;

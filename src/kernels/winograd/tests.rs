@@ -144,7 +144,7 @@ fn phases_cut_into_row_pieces_on_many_threads() {
 
 #[test]
 fn suits_only_plain_3x3() {
-    let base = params(1, 16, 8, 8, 16, [1, 1, 1, 1]);
+    let base = params(1, 32, 8, 8, 32, [1, 1, 1, 1]);
     // 2 images of 2×4 tiles: 16 tiles, the fewest it takes (one 14×14 image has 16).
     let base = Conv2dParams {
         batch: 2,
@@ -175,6 +175,20 @@ fn suits_only_plain_3x3() {
     assert!(!suits(&Conv2dParams { groups: 2, ..base }));
     assert!(!suits(&Conv2dParams {
         in_channels: 8,
+        ..base
+    }));
+    // Fewer than 32×32 channel pairs: the implicit im2col GEMM measured faster.
+    assert!(!suits(&Conv2dParams {
+        in_channels: 16,
+        ..base
+    }));
+    assert!(!suits(&Conv2dParams {
+        out_channels: 24,
+        ..base
+    }));
+    assert!(suits(&Conv2dParams {
+        in_channels: 96,
+        out_channels: 24,
         ..base
     }));
     // Wider layers take F(2×2, 3×3), up to 512×512 channel pairs.
