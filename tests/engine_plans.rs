@@ -207,28 +207,28 @@ fn conv3x3_ref(
 
 /// The form of a 3×3 convolution's prepared filters depends on the input's shape (Winograd
 /// F(4×4, 3×3) needs 16 output tiles of 4×4: 4 images of 8×8, so 8 and 9 here; im2col below
-/// that, 16 channels being too few for F(2×2, 3×3)), so plans of both forms live side by side
+/// that, 32 channels being too few for F(2×2, 3×3)), so plans of both forms live side by side
 /// on one graph and each gets the filters it needs.
 #[test]
 fn conv_filters_per_form_across_plans() {
-    let f = values(16 * 16 * 9, 7);
+    let f = values(32 * 32 * 9, 7);
     let text = format!(
         r#"<ir_version: 8, opset_import: ["" : 17]>
-g (float[N, 16, 8, 8] img) => (float[N, 16, 8, 8] z)
+g (float[N, 32, 8, 8] img) => (float[N, 32, 8, 8] z)
 <{}>
 {{
   [c] z = Conv<pads = [1, 1, 1, 1]>(img, f)
 }}"#,
-        initializer("f", &[16, 16, 3, 3], &f),
+        initializer("f", &[32, 32, 3, 3], &f),
     );
     let exe = compile_ok(&text);
     for n in [1usize, 8, 2, 9, 1] {
-        let img = values(n * 16 * 64, 30 + n as u64);
-        let out = run_ok(&exe, vec![f32t(&[n, 16, 8, 8], &img)]);
-        let want = conv3x3_ref(&img, &f, (n, 16, 8, 8), 16);
+        let img = values(n * 32 * 64, 30 + n as u64);
+        let out = run_ok(&exe, vec![f32t(&[n, 32, 8, 8], &img)]);
+        let want = conv3x3_ref(&img, &f, (n, 32, 8, 8), 32);
         assert_close(
             &out[0],
-            &[n, 16, 8, 8],
+            &[n, 32, 8, 8],
             &want,
             1e-4,
             1e-4,

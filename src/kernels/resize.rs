@@ -176,7 +176,14 @@ fn horizontal(s: &[f32], cols: &AxisTaps, wy: f32, orow: &mut [f32], add: bool) 
                     .chunks_exact(taps)
                     .zip(cols.weight.chunks_exact(taps)),
             ) {
-                let v: f32 = idx.iter().zip(w).map(|(&i, &w)| w * s[i]).sum();
+                // Taps of weight 0 are skipped, as the f64 path does: an infinite input there
+                // would otherwise make the output NaN.
+                let v: f32 = idx
+                    .iter()
+                    .zip(w)
+                    .filter(|&(_, &w)| w != 0.0)
+                    .map(|(&i, &w)| w * s[i])
+                    .sum();
                 *o = if add { *o + wy * v } else { wy * v };
             }
         }
@@ -266,6 +273,20 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn taps_of_weight_zero_do_not_read_infinities() {
+        // Linear ×2 both ways: output (0, 0) sits on input (0, 0) exactly, its other taps weigh
+        // 0, and one of them reads an infinity.
+        let (rows, cols) = (axis(2, 4, true), axis(4, 8, true));
+        let mut x: Vec<f32> = (0..8).map(|v| v as f32).collect();
+        x[1] = f32::INFINITY;
+        x[4] = f32::INFINITY;
+        let mut got = vec![0.0; 32];
+        resize_planes(cpu::isa(), 1, (2, 4), (&rows, &cols), &x, &mut got);
+        assert_eq!(got[0], 0.0);
+        assert!(got[1].is_infinite(), "a tap of weight 1/2 on the infinity");
     }
 
     #[test]

@@ -81,8 +81,18 @@ fn fuse_matmul_bias(g: &mut Graph) {
 /// a declared value of that type is; so is the output of a node that computes in its inputs'
 /// type (element-wise arithmetic, shape operators, products, normalisations, activations)
 /// when its first input is. Nodes come in an order where every input is computed first.
-fn known_f32(g: &Graph) -> Vec<bool> {
+pub(super) fn known_f32(g: &Graph) -> Vec<bool> {
     const SAME_TYPE: &[&str] = &[
+        "Conv",
+        "Clip",
+        "HardSigmoid",
+        "HardSwish",
+        "BatchNormalization",
+        "MaxPool",
+        "AveragePool",
+        "GlobalAveragePool",
+        "Concat",
+        "Resize",
         "Add",
         "Sub",
         "Mul",
@@ -103,7 +113,13 @@ fn known_f32(g: &Graph) -> Vec<bool> {
         "Unsqueeze",
         "Identity",
     ];
-    const INTERNAL: &[&str] = &["FusedMatMul", "FusedGemm", "Activation"];
+    const INTERNAL: &[&str] = &[
+        "FusedMatMul",
+        "FusedGemm",
+        "FusedConv",
+        "ConvDepthwise",
+        "Activation",
+    ];
     let mut f32s: Vec<bool> = g
         .values
         .iter()

@@ -4,6 +4,7 @@
 //!   (operands in either order), and `x · HardSigmoid(x)` with `alpha = 1/6, beta = 0.5`;
 //! - SiLU (swish): `x · Sigmoid(x)`.
 
+use super::matmul::known_f32;
 use super::{
     activation_of, drop_removed, is_default, other_input, producers, replace_by_activation,
     scalar_f32, sole_consumers,
@@ -28,10 +29,13 @@ fn sixth_after(g: &Graph, consumers: &[Option<usize>], v: ValueId) -> Option<usi
     (by_six || by_sixth).then_some(n)
 }
 
-/// The nodes of a decomposed SiLU whose gate (`Sigmoid`) is node `c`: `(x, [c], the Mul)`.
+/// The nodes of a decomposed SiLU whose gate (`Sigmoid`) is node `c`: `(x, [c], the Mul)`,
+/// when `x` is known to be float32 (`f32s`: the `Activation` computes float32, and half
+/// precision through it, but not float64).
 fn silu_at(
     g: &Graph,
     consumers: &[Option<usize>],
+    f32s: &[bool],
     c: usize,
 ) -> Option<(ValueId, Vec<usize>, usize)> {
     let gate = &g.nodes[c];
@@ -39,16 +43,21 @@ fn silu_at(
         return None;
     }
     let (x, s) = (gate.inputs[0]?, gate.outputs[0]?);
+    if !f32s[x] {
+        return None;
+    }
     let m = consumers[s]?;
     (other_input(&g.nodes[m], "Mul", s)? == Some(x)).then(|| (x, vec![c], m))
 }
 
 /// The nodes of a decomposed HardSwish whose gate (`Clip` or `HardSigmoid`) is node `c`:
-/// `(x, nodes to remove, last node)`, each removed node's output read only by the next.
+/// `(x, nodes to remove, last node)`, each removed node's output read only by the next. The
+/// `Clip` form adds a float32 constant to `x`, which is therefore float32; the `HardSigmoid`
+/// form needs `x` known to be (`f32s`).
 fn hard_swish_at(
     g: &Graph,
-    prod: &[Option<usize>],
-    consumers: &[Option<usize>],
+    (prod, consumers): (&[Option<usize>], &[Option<usize>]),
+    f32s: &[bool],
     c: usize,
 ) -> Option<(ValueId, Vec<usize>, usize)> {
     let gate = &g.nodes[c];
@@ -62,6 +71,7 @@ fn hard_swish_at(
         if gate.inputs.len() != 1
             || !near(attr("alpha", 0.2), 1.0 / 6.0)
             || attr("beta", 0.5) != 0.5
+            || !gate.inputs[0].is_some_and(|x| f32s[x])
         {
             return None;
         }
@@ -112,14 +122,15 @@ fn hard_swish_at(
 pub(super) fn fuse_swishes(g: &mut Graph) {
     let consumers = sole_consumers(g);
     let prod = producers(g);
+    let f32s = known_f32(g);
     let mut removed = vec![false; g.nodes.len()];
     for c in 0..g.nodes.len() {
         if removed[c] {
             continue;
         }
-        let (found, kind) = match silu_at(g, &consumers, c) {
+        let (found, kind) = match silu_at(g, &consumers, &f32s, c) {
             Some(f) => (f, "Silu"),
-            None => match hard_swish_at(g, &prod, &consumers, c) {
+            None => match hard_swish_at(g, (&prod, &consumers), &f32s, c) {
                 Some(f) => (f, "HardSwish"),
                 None => continue,
             },
@@ -175,6 +186,12 @@ mod tests {
                 matches!(g.nodes[0].attrs.get("activation"), Some(Attr::String(s)) if s == b"Silu")
             );
         }
+        // Float64 stays (the activation computes float32), and so does a type the graph does
+        // not tell.
+        let text = format!(
+            "{HEADER} g (double[4] x) => (double[4] y) {{ s = Sigmoid(x)\n y = Mul(x, s) }}"
+        );
+        assert_eq!(ops(&fused(&text)), ["Sigmoid", "Mul"]);
         // A sigmoid gating another tensor stays.
         let g = fused(&model("a = Add(x, three)\n s = Sigmoid(x)\n y = Mul(a, s)"));
         assert_eq!(ops(&g), ["Add", "Sigmoid", "Mul"]);
