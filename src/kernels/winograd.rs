@@ -96,21 +96,15 @@ fn plain_3x3(p: &Conv2dParams) -> bool {
 }
 
 /// Fewest output tiles (over the batch) [`suits`] accepts. ResNet-50's 256-channel 3×3 layers
-/// at 14×14 have 16. Measured in the model (per-node medians, 3 interleaved rounds), implicit
-/// im2col GEMM → Winograd, ms per layer: on Zen 4 2.36 → 1.50 at 1 thread and 1.33 → 0.91 at
-/// 2; on a 16-core Xeon (AVX-512) 3.5 → 2.0 at 1 thread, 0.83 → 0.48 at 8 and 0.58 → 0.32 at
-/// 16 (ONNX Runtime 0.26–0.29 there). In the seventh session, before the transforms and the
-/// band schedule were reworked, Winograd had been the slower one there (2.03 against 1.83 ms).
+/// at 14×14 have 16. Per-node medians, implicit im2col GEMM → Winograd, ms per layer: Zen 4
+/// 2.36 → 1.50 (1 thread), 1.33 → 0.91 (2); a 16-core Xeon 3.5 → 2.0 (1), 0.58 → 0.32 (16).
 const MIN_TILES: usize = 16;
 
-/// Fewest `in_c · out_c` either variant takes (the kernels compute from 16 channels each way
-/// on). `kernel_bench` (`KB_COLD=4`, five interleaved rounds, GFLOP/s of the direct method's
-/// flops, F(4×4, 3×3) → implicit im2col GEMM, 1 / 2 threads): YOLOv8's 16→16 at 80² 42.6 →
-/// 56.2 / 69.6 → 101.0, 16→32 at 80² 47.9 → 74.1 / 92.7 → 141.9, 32→16 47.8 → 66.7 / 95.8 →
-/// 106.7, 24→24 at 56² 48.5 → 65.9 / 94.4 → 117.8; but 32→32 at 40² 104.4 → 79.5 / 183.2 →
-/// 138.4 and at 20² 75.6 → 60.3 / 98.6 → 77.2, and the PP-OCRv4 detector's 96→24 layers
-/// (2304 pairs) lost: the whole model went from 0.82 to 1.06× ONNX Runtime at 1 thread with
-/// them on the GEMM.
+/// Fewest `in_c · out_c` either variant takes. `kernel_bench` (`KB_COLD=4`, GFLOP/s of the
+/// direct flops, F(4×4, 3×3) → implicit im2col GEMM, 1 / 2 threads): YOLOv8's 16→16 at 80²
+/// 42.6 → 56.2 / 69.6 → 101.0, 24→24 at 56² 48.5 → 65.9 / 94.4 → 117.8; but 32→32 at 40²
+/// 104.4 → 79.5 / 183.2 → 138.4, and the PP-OCRv4 detector's 96→24 layers (2304 pairs) made
+/// the whole model 0.82 → 1.06× ONNX Runtime on the GEMM.
 const MIN_CHANNEL_PAIRS: usize = 32 * 32;
 
 /// Most `in_c · out_c` F(4×4, 3×3) takes.
