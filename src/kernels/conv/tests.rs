@@ -252,6 +252,18 @@ fn depthwise_random_shapes() {
                 }
             }
         }
+        // The AVX2 3×3 tiles: rows 8 to 25 wide end with a block moved back (widths just
+        // past a multiple of 8 recompute 7 columns); rows narrower than 8 store whole vectors
+        // into the rows after, but not past the plane's end; rows too wide for the zero row
+        // take the general kernel.
+        for st in [1, 2] {
+            for w in [8, 9, 15, 16, 17, 23, 25] {
+                let p = params(2, 3, 6, w * st, 3, (3, 3), (st, st), [1, 1, 1, 1], (1, 1), 3);
+                check(isa, p, clip, &mut rng);
+            }
+            let p = params(1, 2, 5, 1100 * st, 2, (3, 3), (st, st), [1, 1, 1, 1], (1, 1), 2);
+            check(isa, p, clip, &mut rng);
+        }
         // The AVX-512 3×3 rows compute blocks of four output rows, each input row feeding
         // every row of the block it reaches: heights around the block size, pads of 0 to 2
         // above and below (asymmetric), at strides 1 and 2.

@@ -10,6 +10,8 @@ use super::cpu::{self, Isa};
 #[cfg(target_arch = "x86_64")]
 mod avx2;
 #[cfg(target_arch = "x86_64")]
+mod avx2_depthwise;
+#[cfg(target_arch = "x86_64")]
 mod avx512;
 #[cfg(target_arch = "x86_64")]
 mod avx512_depthwise;
@@ -628,24 +630,15 @@ pub(crate) fn depthwise_planes(
                 }
                 return true;
             }
-            let w_len = kh * kw;
-            for c in 0..planes {
-                let b = bias.map_or(0.0, |b| b[c]);
-                // SAFETY: the CPU supports AVX2 and FMA (`has_kernel`); plane `c < planes` of
-                // `x`, `w` and `out` starts `c·in_plane`, `c·kh·kw` and `c·out_plane` floats in
-                // and holds in_h·in_w, kh·kw and oh·ow floats (checked above); `out` does not
-                // overlap `x`; kw ≤ DW_MAX_KW and the widths fit i32 lanes (`has_kernel`).
-                unsafe {
-                    let (xc, wc, oc) = (
-                        xp.add(c * g.plane_len.0),
-                        wp.add(c * w_len),
-                        op.add(c * g.plane_len.1),
-                    );
-                    if g.stride.1 == 1 {
-                        avx2::depthwise_plane::<1>(&plane, xc, wc, b, oc)
-                    } else {
-                        avx2::depthwise_plane::<2>(&plane, xc, wc, b, oc)
-                    }
+            // SAFETY: the CPU supports AVX2 and FMA (`has_kernel`); the planes, filters,
+            // biases and outputs lie inside the buffers as above (checked, without overflow);
+            // `out` does not overlap `x`; kw ≤ DW_MAX_KW and the widths fit i32 lanes
+            // (`has_kernel`).
+            unsafe {
+                if g.stride.1 == 1 {
+                    avx2_depthwise::depthwise_planes::<1>(&plane, planes, xp, wp, bp, op)
+                } else {
+                    avx2_depthwise::depthwise_planes::<2>(&plane, planes, xp, wp, bp, op)
                 }
             }
             return true;
