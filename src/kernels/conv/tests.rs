@@ -258,10 +258,32 @@ fn depthwise_random_shapes() {
         // take the general kernel.
         for st in [1, 2] {
             for w in [8, 9, 15, 16, 17, 23, 25] {
-                let p = params(2, 3, 6, w * st, 3, (3, 3), (st, st), [1, 1, 1, 1], (1, 1), 3);
+                let p = params(
+                    2,
+                    3,
+                    6,
+                    w * st,
+                    3,
+                    (3, 3),
+                    (st, st),
+                    [1, 1, 1, 1],
+                    (1, 1),
+                    3,
+                );
                 check(isa, p, clip, &mut rng);
             }
-            let p = params(1, 2, 5, 1100 * st, 2, (3, 3), (st, st), [1, 1, 1, 1], (1, 1), 2);
+            let p = params(
+                1,
+                2,
+                5,
+                1100 * st,
+                2,
+                (3, 3),
+                (st, st),
+                [1, 1, 1, 1],
+                (1, 1),
+                2,
+            );
             check(isa, p, clip, &mut rng);
         }
         // The AVX-512 3×3 rows compute blocks of four output rows, each input row feeding

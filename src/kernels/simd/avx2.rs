@@ -331,6 +331,104 @@ pub(super) unsafe fn kernel_row(
     }
 }
 
+/// The edge columns of a column of C: one packed A micro-panel (`MR` rows, k-major) times the
+/// `n` columns of B from `b` on (`1 ≤ n ≤ EDGE_MAX`), as `acc[j][r] = Σ_k a[k·MR + r] ·
+/// b[k·ldb + j]` (columns past `n` are zero). Each column takes one FMA per k on a column of A
+/// (six of its eight lanes) with B's value broadcast, where a tile spends twelve FMAs a k
+/// whatever its width: a 7×7 image's 49 columns took the work of 64.
+///
+/// # Safety
+/// The CPU supports AVX2 and FMA; `a` is readable for `kc·MR` floats and `b` for `n` floats
+/// from each `k·ldb`, `k < kc`.
+#[target_feature(enable = "avx2,fma")]
+pub(super) unsafe fn edge_columns(
+    kc: usize,
+    a: *const f32,
+    b: *const f32,
+    ldb: usize,
+    n: usize,
+) -> [[f32; MR]; EDGE_MAX] {
+    let mut out = [[0.0f32; MR]; EDGE_MAX];
+    // Few columns take several partial sums over k each, so that enough FMA chains run at
+    // once (eight for one column: two FMA pipes of four cycles' latency), at most 12.
+    macro_rules! go {
+        ($n:literal, $u:literal) => {{
+            // SAFETY: forwarded contract, `n` columns.
+            let acc = unsafe { edge_dot::<$n, $u>(kc, a, b, ldb) };
+            out[..$n].copy_from_slice(&acc);
+        }};
+    }
+    match n {
+        1 => go!(1, 8),
+        2 => go!(2, 4),
+        3 => go!(3, 4),
+        4 => go!(4, 2),
+        5 => go!(5, 2),
+        _ => go!(6, 2),
+    }
+    out
+}
+
+/// Widest edge [`edge_columns`] computes (wider ones take a whole tile).
+pub(super) const EDGE_MAX: usize = 6;
+
+/// [`edge_columns`] for `N` columns with `U` partial sums per column (k taken `U` at a time).
+///
+/// # Safety
+/// As [`edge_columns`], with `n = N`.
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+unsafe fn edge_dot<const N: usize, const U: usize>(
+    kc: usize,
+    a: *const f32,
+    b: *const f32,
+    ldb: usize,
+) -> [[f32; MR]; N] {
+    let mut acc = [[_mm256_setzero_ps(); N]; U];
+    // The last k's column is loaded masked to its six rows (the others read two floats of
+    // the next k's column into lanes that are never stored).
+    let six = _mm256_setr_epi32(-1, -1, -1, -1, -1, -1, 0, 0);
+    // One step of k into the partial sums `u`.
+    let mut step = |k: usize, u: usize| {
+        // SAFETY: k < kc, so `b + k·ldb .. +N` is inside, and so is the A column `a + k·MR ..
+        // +8` for k + 1 < kc (`+6` for the last k, masked; masked-off lanes are not accessed)
+        // (contract).
+        unsafe {
+            let p = a.add(k * MR);
+            let av = if k + 1 < kc {
+                _mm256_loadu_ps(p)
+            } else {
+                _mm256_maskload_ps(p, six)
+            };
+            for (j, sum) in acc[u].iter_mut().enumerate() {
+                let bv = _mm256_set1_ps(*b.add(k * ldb + j));
+                *sum = _mm256_fmadd_ps(av, bv, *sum);
+            }
+        }
+    };
+    let whole = kc - kc % U;
+    for k in (0..whole).step_by(U) {
+        for u in 0..U {
+            step(k + u, u);
+        }
+    }
+    for k in whole..kc {
+        step(k, 0);
+    }
+    let mut out = [[0.0f32; MR]; N];
+    for (j, o) in out.iter_mut().enumerate() {
+        let mut sum = acc[0][j];
+        for part in &acc[1..] {
+            sum = _mm256_add_ps(sum, part[j]);
+        }
+        let mut lanes = [0.0f32; 8];
+        // SAFETY: `lanes` holds 8 floats.
+        unsafe { _mm256_storeu_ps(lanes.as_mut_ptr(), sum) };
+        o.copy_from_slice(&lanes[..MR]);
+    }
+    out
+}
+
 /// `iters` steps of 12 independent FMA chains `acc = acc·a + b` (8 lanes each, from zero; 12
 /// so that they and the two operands fit in the 16 registers), the sum of all their lanes:
 /// the FMA units' throughput, for [`super::fma_chains`].

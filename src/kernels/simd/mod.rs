@@ -392,20 +392,23 @@ fn simd_column(
 /// 7×7 image's 49 = 32 + 17) stays whole: the half tile computes that column in its own loop
 /// (one 8-lane FMA per k beside its eight 16-lane ones), where the edge kernel read A and B
 /// again (`kernel_bench`, 1 thread, five interleaved pairs: MobileNetV2's 1×1 layers at 7²
-/// 81–88 → 90–99 GFLOP/s). Bfloat16 pairs have no edge kernel: their masked tiles take every
-/// column.
+/// 81–88 → 90–99 GFLOP/s). AVX2's 16-column tiles spend twelve FMAs a k whatever their width:
+/// a column of at most [`avx2::EDGE_MAX`] goes to its edge kernel (one FMA per column and k).
+/// Bfloat16 pairs have no edge kernel: their masked tiles take every column.
 fn edge_split(isa: Isa, dot: Dot, nr_eff: usize) -> (usize, usize) {
     match (isa, dot, nr_eff) {
         (Isa::Avx512, Dot::F32, 1..=8) => (0, nr_eff),
         (Isa::Avx512, Dot::F32, 17) => (17, 0),
         (Isa::Avx512, Dot::F32, 17..=24) => (16, nr_eff - 16),
+        (Isa::Avx2Fma, Dot::F32, 1..=avx2::EDGE_MAX) => (0, nr_eff),
         _ => (nr_eff, 0),
     }
 }
 
-/// The columns `col .. col + n` of `rows` (`n ≤ 8`) by AVX-512's edge kernel: the `⌈rows/8⌉`
-/// A micro-panels of `a` times the columns of `b` (row stride `ldb`): `alpha·A·B + beta·C`, then
-/// the tile tail of the portable path ([`apply_tail`]: biases, residual, clamp).
+/// The columns `col .. col + n` of `rows` by the edge kernel of `isa` (AVX-512: `n ≤ 8`; AVX2:
+/// `n ≤ avx2::EDGE_MAX`): the `⌈rows/mr⌉` A micro-panels of `a` times the columns of `b` (row
+/// stride `ldb`): `alpha·A·B + beta·C`, then the tile tail of the portable path
+/// ([`apply_tail`]: biases, residual, clamp).
 #[cfg(target_arch = "x86_64")]
 #[allow(clippy::too_many_arguments)]
 fn edge_column(
@@ -418,14 +421,31 @@ fn edge_column(
     (alpha, beta): (f32, f32),
     tail: &TileTail,
 ) {
-    const MR: usize = mr(Isa::Avx512);
-    assert!(isa == Isa::Avx512 && cpu::supported(isa) && (1..=8).contains(&n));
+    let mr = mr(isa);
+    let widest = if isa == Isa::Avx512 {
+        8
+    } else {
+        avx2::EDGE_MAX
+    };
+    assert!(matches!(isa, Isa::Avx512 | Isa::Avx2Fma) && cpu::supported(isa));
+    assert!((1..=widest).contains(&n));
     assert!(kc == 0 || b.len() >= (kc - 1) * ldb + n);
-    for (ip, tile) in rows.chunks_mut(MR).enumerate() {
-        let a_micro = &a[ip * kc * MR..(ip + 1) * kc * MR];
-        // SAFETY: the CPU supports AVX-512 (checked); `a_micro` holds kc·8 floats and `b` `n`
-        // floats from each k·ldb, k < kc (checked).
-        let acc = unsafe { avx512::edge_columns(kc, a_micro.as_ptr(), b.as_ptr(), ldb, n) };
+    for (ip, tile) in rows.chunks_mut(mr).enumerate() {
+        let a_micro = &a[ip * kc * mr..(ip + 1) * kc * mr];
+        let mut acc = [[0.0f32; MAX_MR]; 8];
+        // SAFETY: the CPU supports the ISA (checked); `a_micro` holds kc·mr floats and `b` `n`
+        // floats from each k·ldb, k < kc (checked); `n` is at most the kernel's widest.
+        unsafe {
+            let (ap, bp) = (a_micro.as_ptr(), b.as_ptr());
+            if isa == Isa::Avx512 {
+                acc = avx512::edge_columns(kc, ap, bp, ldb, n);
+            } else {
+                let sums = avx2::edge_columns(kc, ap, bp, ldb, n);
+                for (to, from) in acc.iter_mut().zip(&sums) {
+                    to[..from.len()].copy_from_slice(from);
+                }
+            }
+        }
         vectorize(
             isa,
             #[inline(always)]
@@ -437,8 +457,8 @@ fn edge_column(
                     }
                 }
                 let t = TileTail {
-                    row_bias: tail.row_bias.get(ip * MR..).unwrap_or(&[]),
-                    residual: tail.residual.get(ip * MR..).unwrap_or(&[]),
+                    row_bias: tail.row_bias.get(ip * mr..).unwrap_or(&[]),
+                    residual: tail.residual.get(ip * mr..).unwrap_or(&[]),
                     ..*tail
                 };
                 apply_tail(tile, col, n, &t);
