@@ -331,30 +331,33 @@ pub(super) unsafe fn kernel_row(
     }
 }
 
-/// The edge columns of a column of C: one packed A micro-panel (`MR` rows, k-major) times the
-/// `n` columns of B from `b` on (`1 ≤ n ≤ EDGE_MAX`), as `acc[j][r] = Σ_k a[k·MR + r] ·
-/// b[k·ldb + j]` (columns past `n` are zero). Each column takes one FMA per k on a column of A
-/// (six of its eight lanes) with B's value broadcast, where a tile spends twelve FMAs a k
-/// whatever its width: a 7×7 image's 49 columns took the work of 64.
+/// The edge columns of a column of C: one packed A micro-panel (`M` rows, k-major: 6 for
+/// AVX2's tiles, 8 for AVX-512's) times the `n` columns of B from `b` on (`1 ≤ n ≤ 8`), as
+/// `acc[j][r] = Σ_k a[k·M + r] · b[k·ldb + j]` for `r < M` (columns past `n` are zero, lanes
+/// past `M` unspecified). Each column takes one 8-lane FMA per k on a column of A with B's
+/// value broadcast, where a tile spends a whole (AVX2: twelve FMAs a k) or half (AVX-512) tile
+/// whatever its width: a 7×7 image's 49 columns took the work of 64 (AVX-512, `kernel_bench`,
+/// 1 thread: a 512-channel 3×3 layer at 7² ran at 79 GFLOP/s and at 8², with no edge, at 104).
 ///
 /// # Safety
-/// The CPU supports AVX2 and FMA; `a` is readable for `kc·MR` floats and `b` for `n` floats
-/// from each `k·ldb`, `k < kc`.
+/// The CPU supports AVX2 and FMA; `M` is 6 or 8; `a` is readable for `kc·M` floats and `b` for
+/// `n` floats from each `k·ldb`, `k < kc`.
 #[target_feature(enable = "avx2,fma")]
-pub(super) unsafe fn edge_columns(
+pub(super) unsafe fn edge_columns<const M: usize>(
     kc: usize,
     a: *const f32,
     b: *const f32,
     ldb: usize,
     n: usize,
-) -> [[f32; MR]; EDGE_MAX] {
-    let mut out = [[0.0f32; MR]; EDGE_MAX];
+) -> [[f32; 8]; 8] {
+    let mut out = [[0.0f32; 8]; 8];
     // Few columns take several partial sums over k each, so that enough FMA chains run at
-    // once (eight for one column: two FMA pipes of four cycles' latency), at most 12.
+    // once (eight for one column: two FMA pipes of four cycles' latency), at most 12
+    // accumulators, in the 16 registers 8-lane code can name.
     macro_rules! go {
         ($n:literal, $u:literal) => {{
             // SAFETY: forwarded contract, `n` columns.
-            let acc = unsafe { edge_dot::<$n, $u>(kc, a, b, ldb) };
+            let acc = unsafe { edge_dot::<M, $n, $u>(kc, a, b, ldb) };
             out[..$n].copy_from_slice(&acc);
         }};
     }
@@ -364,12 +367,14 @@ pub(super) unsafe fn edge_columns(
         3 => go!(3, 4),
         4 => go!(4, 2),
         5 => go!(5, 2),
-        _ => go!(6, 2),
+        6 => go!(6, 2),
+        7 => go!(7, 1),
+        _ => go!(8, 1),
     }
     out
 }
 
-/// Widest edge [`edge_columns`] computes (wider ones take a whole tile).
+/// Widest edge AVX2's tiles leave to [`edge_columns`] (wider ones take a whole tile).
 pub(super) const EDGE_MAX: usize = 6;
 
 /// [`edge_columns`] for `N` columns with `U` partial sums per column (k taken `U` at a time).
@@ -378,27 +383,30 @@ pub(super) const EDGE_MAX: usize = 6;
 /// As [`edge_columns`], with `n = N`.
 #[target_feature(enable = "avx2,fma")]
 #[inline]
-unsafe fn edge_dot<const N: usize, const U: usize>(
+unsafe fn edge_dot<const M: usize, const N: usize, const U: usize>(
     kc: usize,
     a: *const f32,
     b: *const f32,
     ldb: usize,
-) -> [[f32; MR]; N] {
+) -> [[f32; 8]; N] {
     let mut acc = [[_mm256_setzero_ps(); N]; U];
-    // The last k's column is loaded masked to its six rows (the others read two floats of
-    // the next k's column into lanes that are never stored).
-    let six = _mm256_setr_epi32(-1, -1, -1, -1, -1, -1, 0, 0);
+    // Narrower panels load the last k's column masked to its `M` rows (the others read floats
+    // of the next k's column into lanes that are never used).
+    let rows = _mm256_cmpgt_epi32(
+        _mm256_set1_epi32(M as i32),
+        _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
+    );
     // One step of k into the partial sums `u`.
     let mut step = |k: usize, u: usize| {
-        // SAFETY: k < kc, so `b + k·ldb .. +N` is inside, and so is the A column `a + k·MR ..
-        // +8` for k + 1 < kc (`+6` for the last k, masked; masked-off lanes are not accessed)
-        // (contract).
+        // SAFETY: k < kc, so `b + k·ldb .. +N` is inside, and so is the A column `a + k·M ..
+        // +8` when M = 8 or k + 1 < kc (else its `M` rows, masked; masked-off lanes are not
+        // accessed) (contract).
         unsafe {
-            let p = a.add(k * MR);
-            let av = if k + 1 < kc {
+            let p = a.add(k * M);
+            let av = if M == 8 || k + 1 < kc {
                 _mm256_loadu_ps(p)
             } else {
-                _mm256_maskload_ps(p, six)
+                _mm256_maskload_ps(p, rows)
             };
             for (j, sum) in acc[u].iter_mut().enumerate() {
                 let bv = _mm256_set1_ps(*b.add(k * ldb + j));
@@ -415,16 +423,14 @@ unsafe fn edge_dot<const N: usize, const U: usize>(
     for k in whole..kc {
         step(k, 0);
     }
-    let mut out = [[0.0f32; MR]; N];
+    let mut out = [[0.0f32; 8]; N];
     for (j, o) in out.iter_mut().enumerate() {
         let mut sum = acc[0][j];
         for part in &acc[1..] {
             sum = _mm256_add_ps(sum, part[j]);
         }
-        let mut lanes = [0.0f32; 8];
-        // SAFETY: `lanes` holds 8 floats.
-        unsafe { _mm256_storeu_ps(lanes.as_mut_ptr(), sum) };
-        o.copy_from_slice(&lanes[..MR]);
+        // SAFETY: `o` holds 8 floats.
+        unsafe { _mm256_storeu_ps(o.as_mut_ptr(), sum) };
     }
     out
 }

@@ -428,24 +428,22 @@ fn edge_column(
         avx2::EDGE_MAX
     };
     assert!(matches!(isa, Isa::Avx512 | Isa::Avx2Fma) && cpu::supported(isa));
+    assert!(cpu::supported(Isa::Avx2Fma));
     assert!((1..=widest).contains(&n));
     assert!(kc == 0 || b.len() >= (kc - 1) * ldb + n);
     for (ip, tile) in rows.chunks_mut(mr).enumerate() {
         let a_micro = &a[ip * kc * mr..(ip + 1) * kc * mr];
-        let mut acc = [[0.0f32; MAX_MR]; 8];
-        // SAFETY: the CPU supports the ISA (checked); `a_micro` holds kc·mr floats and `b` `n`
-        // floats from each k·ldb, k < kc (checked); `n` is at most the kernel's widest.
-        unsafe {
-            let (ap, bp) = (a_micro.as_ptr(), b.as_ptr());
-            if isa == Isa::Avx512 {
-                acc = avx512::edge_columns(kc, ap, bp, ldb, n);
+        let (ap, bp) = (a_micro.as_ptr(), b.as_ptr());
+        // SAFETY: the CPU supports AVX2 and FMA (checked); the panel has `mr` (6 or 8) rows:
+        // `a_micro` holds kc·mr floats, and `b` holds `n ≤ 8` floats from each k·ldb, k < kc
+        // (checked).
+        let acc: [[f32; MAX_MR]; 8] = unsafe {
+            if mr == 8 {
+                avx2::edge_columns::<8>(kc, ap, bp, ldb, n)
             } else {
-                let sums = avx2::edge_columns(kc, ap, bp, ldb, n);
-                for (to, from) in acc.iter_mut().zip(&sums) {
-                    to[..from.len()].copy_from_slice(from);
-                }
+                avx2::edge_columns::<6>(kc, ap, bp, ldb, n)
             }
-        }
+        };
         vectorize(
             isa,
             #[inline(always)]
