@@ -1,7 +1,8 @@
 //! AVX2+FMA depthwise-convolution plane kernels (the counterpart of `avx512_depthwise`, with
-//! 8-lane vectors and 16 registers): 3×3 filters several output rows at a time with the nine
-//! weights in registers, any other kernel a row at a time. Padding is read as zeros by masked
-//! loads at the image's edges, never materialised.
+//! 8-lane vectors and 16 registers): 3×3 filters in tiles of four output rows by two 8-column
+//! blocks (eight accumulator chains), any other kernel a row at a time. Padding is read as
+//! zeros by masked loads at the image's edges and from a row of zeros above and below, never
+//! materialised.
 
 use std::arch::x86_64::*;
 
@@ -98,6 +99,7 @@ unsafe fn plane_3x3<const S: usize>(
     bias: f32,
     out: *mut f32,
 ) {
+    // The stride-2 tiles' weights (the stride-1 tiles broadcast them from `w` per tap).
     // SAFETY: `w` holds the filter's 9 floats (contract).
     let wv: [__m256; 9] = std::array::from_fn(|i| _mm256_set1_ps(unsafe { *w.add(i) }));
     let clamp = g
@@ -128,9 +130,14 @@ unsafe fn plane_3x3<const S: usize>(
                 n += 1;
                 next = (c < last).then(|| (c + 8).min(last));
             }
-            // The weights through an opaque reference, so that the FMAs read them from memory
-            // rather than holding all nine in registers beside the accumulators.
-            let weights = std::hint::black_box(&wv);
+            // At stride 2, the weights through an opaque reference, so that the FMAs read them
+            // from memory rather than holding all nine in registers beside the accumulators
+            // (at stride 1 they go unused and are not made).
+            let weights = if S == 2 {
+                std::hint::black_box(&wv)
+            } else {
+                &wv
+            };
             // SAFETY: the tile's loads stay inside the input rows: unmasked only when every
             // block lies inside (`edge` false).
             let sums = unsafe {
