@@ -59,6 +59,27 @@ g (float[1,1,2,2] X, int64[4] S) => (float[1,1,a,b] Y)
 }
 
 #[test]
+fn resize_of_float_planes_to_an_empty_leading_axis() {
+    // Once (model_bytes): the float32 plane path counted its planes from the input's leading
+    // axes, so sizes {0, 1, 1, 1} made it expect one output element and panic on none.
+    let text = r#"<ir_version: 8, opset_import: ["" : 19]>
+g (float[1,1,2,104] X, int64[4] S) => (float[1,1,a,b] Y)
+{ [r] Y = Resize <mode: string = "nearest"> (X, , , S) }"#;
+    let exe = compile_ok(text);
+    let x = || f32t(&[1, 1, 2, 104], &[1.5; 208]);
+    for sizes in [[0, 1, 1, 1], [1, 0, 2, 3], [0, 0, 3, 3]] {
+        let out = run_ok(&exe, vec![x(), i64t(&[4], &sizes)]);
+        let want: Vec<usize> = sizes.iter().map(|&d| d as usize).collect();
+        assert_eq!(out[0].shape, want);
+        assert!(out[0].as_f32().unwrap().is_empty());
+    }
+    // The same executable still resizes a non-empty output: every element is the one value.
+    let out = run_ok(&exe, vec![x(), i64t(&[4], &[1, 1, 3, 5])]);
+    assert_eq!(out[0].shape, vec![1, 1, 3, 5]);
+    assert_eq!(out[0].as_f32().unwrap(), &[1.5; 15][..]);
+}
+
+#[test]
 fn depth_to_space_with_a_blocksize_whose_square_wraps() {
     // Once: blocksize² wrapped to 0 and `c % 0` panicked.
     let text = r#"<ir_version: 8, opset_import: ["" : 13]>

@@ -247,8 +247,10 @@ impl PlaneResize {
         if rank < 2 || plans[..rank - 2].iter().any(Option::is_some) {
             return None;
         }
-        // Axes left out of the plans are copied, except empty outputs (the other path).
-        if out_shape[rank - 2..].contains(&0) {
+        // Axes left out of the plans are copied, except empty outputs (the other path, which
+        // writes nothing): an axis resized to 0 has no plan, and the planes would count the
+        // input's leading axes instead of the output's.
+        if out_shape.contains(&0) {
             return None;
         }
         if plans.iter().flatten().any(|p| p.outside.contains(&true)) {
