@@ -24,9 +24,9 @@ if [ -z "${ONNXIFI_RUST_REQUIRE_ISA:-}" ] && [ -r /proc/cpuinfo ]; then
 fi
 echo "ONNXIFI_RUST_REQUIRE_ISA=${ONNXIFI_RUST_REQUIRE_ISA:-} (SIMD paths the kernel tests must run)"
 
-if [ ! -f .testdata/node.v2.complete ]; then
+if [ ! -f .testdata/node.v3.complete ]; then
   "$ONNXIFI_RUST_PYTHON" scripts/gen_node_tests.py .testdata/node
-  touch .testdata/node.v2.complete
+  touch .testdata/node.v3.complete
 fi
 
 cargo build --release --locked
