@@ -478,6 +478,39 @@ g (float[2, 6] x, int64[2] s) => (float[?, ?] y)
     assert_eq!(exe.plans_built(), 1, "contents never select a plan");
 }
 
+/// `Shape` of a computed value folds while planning, and so does the shape arithmetic after
+/// it: YOLOv8's anchor grid (`Shape → Gather → Cast → Range`, then `Expand` and `Reshape`)
+/// was built at run time, so the outputs' sizes were known only to a run.
+#[test]
+fn shape_arithmetic_on_computed_values_folds_while_planning() {
+    let text = r#"<ir_version: 8, opset_import: ["" : 17]>
+g (float[1, 2, 3, 4] x) => (float[?] grid, float[?, ?] y)
+{
+  [c] c = Relu(x)
+  [s] s = Shape(c)
+  [i] i = Constant<value = int64[1] {3}>()
+  [w] w = Gather<axis = 0>(s, i)
+  [f] f = Cast<to = 1>(w)
+  [z] z = Constant<value = float {0.0}>()
+  [o] o = Constant<value = float {0.5}>()
+  [q] q = Squeeze(f)
+  [grid] grid = Range(z, q, o)
+  [h] h = Constant<value = int64[1] {-1}>()
+  [t] t = Concat<axis = 0>(h, w)
+  [y] y = Reshape(c, t)
+}"#;
+    let exe = compile_ok(text);
+    // Both sizes are known before any run: 4 / 0.5 = 8 grid points, and 24 values in rows of 4.
+    let shapes = exe.output_shapes(&[vec![1, 2, 3, 4]]).unwrap();
+    assert_eq!(shapes, vec![Some(vec![8]), Some(vec![6, 4])]);
+    let x: Vec<f32> = (0..24).map(|i| i as f32 - 12.0).collect();
+    let out = run_ok(&exe, vec![f32t(&[1, 2, 3, 4], &x)]);
+    let grid: Vec<f32> = (0..8).map(|i| i as f32 * 0.5).collect();
+    assert_values(&out[0], &[8], &grid, "grid");
+    let relu: Vec<f32> = x.iter().map(|v| v.max(0.0)).collect();
+    assert_values(&out[1], &[6, 4], &relu, "y");
+}
+
 /// Storage comes back for later runs: the graph input is freed into the pool after its last
 /// reader, outputs go back with `recycle`, and `input_storage` hands out a free buffer (stale)
 /// that `read_le_bytes` overwrites. The results stay right on recycled storage.

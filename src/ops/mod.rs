@@ -160,7 +160,9 @@ pub trait Kernel: Send + Sync {
 
     /// Whether [`Kernel::run`] reads input `index`. False for a weight the build prepared
     /// (packed filters, copied biases): when no step reads a weight, the executable may drop
-    /// its data (`exec::weights::release_prepared`).
+    /// its data (`exec::weights::release_prepared`). False for every input of a kernel whose
+    /// result the build fixed (`Shape`): the planner folds a node whose every read input is a
+    /// constant.
     fn reads_input(&self, _index: usize) -> bool {
         true
     }

@@ -356,13 +356,19 @@ impl Kernel for CopyKernel {
     }
 }
 
-/// A kernel whose result was fixed while planning (Constant).
+/// A kernel whose result was fixed while planning (`Constant`, and `Shape` and `Size` of a
+/// value whose shape the plan knows).
 pub struct ConstKernel(pub Tensor);
 
 impl Kernel for ConstKernel {
     fn run(&self, _inputs: &[Option<&Tensor>], outputs: &mut [Tensor]) -> Result<()> {
         outputs[0] = self.0.clone();
         Ok(())
+    }
+
+    /// Its inputs' contents never matter, so the planner folds it whatever they are.
+    fn reads_input(&self, _index: usize) -> bool {
+        false
     }
 }
 
