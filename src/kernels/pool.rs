@@ -383,8 +383,93 @@ pub(crate) fn max_pool2d_isa(
         });
         return;
     }
+    if narrow_same(p) {
+        for_planes(p, input, output, |x, out| max_plane_same(isa, p, w, x, out));
+        return;
+    }
     for_planes(p, input, output, |x, out| {
         max_plane_separable(isa, p, w, x, out)
+    });
+}
+
+/// Planes at most this many values large take [`max_plane_same`] (when their rows are
+/// narrower than [`SAME_MAX_W`]): its scratch holds a whole plane.
+const SAME_MAX_PLANE: usize = 4096;
+/// Rows narrower than this take [`max_plane_same`]; wider ones fill the 16-value steps of the
+/// row-by-row passes already.
+const SAME_MAX_W: usize = 32;
+
+/// Whether `p` pools at stride 1 (dilation 1) into planes of the input's size, on planes small
+/// and narrow enough for [`max_plane_same`].
+fn narrow_same(p: &Pool2dParams) -> bool {
+    p.stride_h == 1
+        && p.stride_w == 1
+        && p.dilation_h == 1
+        && p.dilation_w == 1
+        && (p.out_h, p.out_w) == (p.in_h, p.in_w)
+        && p.in_w < SAME_MAX_W
+        && p.in_h * p.in_w <= SAME_MAX_PLANE
+}
+
+/// Max pooling of one plane at stride 1 whose output has the input's size (YOLOv8's SPPF: 5×5
+/// windows over planes of 10² and 20²), with both separable passes over the plane as one flat
+/// run of values, 16 at a time: row by row, rows narrower than 16 went the scalar way (128
+/// planes of 10², 5×5, 1 thread: 2.7 window taps a nanosecond). The vertical pass takes the
+/// rows whose windows lie inside the input in one run, and the horizontal pass every column,
+/// after which the border columns, whose flat windows ran into the next row, are redone with
+/// their clipped windows. Each output reduces its taps in the order the separable path does,
+/// so both give the same bits.
+fn max_plane_same(isa: Isa, p: &Pool2dParams, w: &PoolWindows, x: &[f32], out: &mut [f32]) {
+    let (h, wd) = (p.in_h, p.in_w);
+    scratch::with_f32(h * wd, |tmp| {
+        simd::vectorize(
+            isa,
+            #[inline(always)]
+            || {
+                // Vertical: tmp row oy = the maximum over the window rows of output row oy.
+                let (a, b) = full_range(&w.rows, p.kernel_h);
+                let first = |oy: usize, ky: usize| (oy + ky) - p.pad_top;
+                if a < b {
+                    reduce_slices(
+                        &mut tmp[a * wd..b * wd],
+                        p.kernel_h,
+                        |ky| &x[first(a, ky) * wd..],
+                        max_op,
+                    );
+                }
+                for oy in (0..a).chain(b..h) {
+                    let (ky0, ky1) = w.rows[oy];
+                    let t = &mut tmp[oy * wd..(oy + 1) * wd];
+                    if ky0 < ky1 {
+                        reduce_slices(t, ky1 - ky0, |i| &x[first(oy, ky0 + i) * wd..], max_op);
+                    } else {
+                        t.fill(f32::NEG_INFINITY);
+                    }
+                }
+                // Horizontal, over the flat plane: output j from tmp[j - pad_left + kx].
+                let (ca, cb) = full_range(&w.cols, p.kernel_w);
+                if ca < cb {
+                    let run = (h - 1) * wd + cb - ca;
+                    let start = ca - p.pad_left;
+                    reduce_slices(
+                        &mut out[ca..ca + run],
+                        p.kernel_w,
+                        |kx| &tmp[start + kx..],
+                        max_op,
+                    );
+                }
+                for (orow, trow) in out.chunks_exact_mut(wd).zip(tmp.chunks_exact(wd)) {
+                    for ox in (0..ca).chain(cb..wd) {
+                        let (k0, k1) = w.cols[ox];
+                        let mut m = f32::NEG_INFINITY;
+                        for kx in k0..k1 {
+                            m = max_op(m, trow[ox + kx - p.pad_left]);
+                        }
+                        orow[ox] = m;
+                    }
+                }
+            },
+        );
     });
 }
 
@@ -550,204 +635,4 @@ pub fn global_max_pool(planes: usize, plane_size: usize, input: &[f32], output: 
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::kernels::reference::{self, Rng};
-
-    /// Output size with optional ceil mode (ONNX rule: the last window must start inside
-    /// input + left pad).
-    fn out(len: usize, k: usize, s: usize, d: usize, pb: usize, pe: usize, ceil: bool) -> usize {
-        let eff = d * (k - 1) + 1;
-        let span = len + pb + pe - eff;
-        let mut o = if ceil {
-            span.div_ceil(s) + 1
-        } else {
-            span / s + 1
-        };
-        if ceil && (o - 1) * s >= len + pb {
-            o -= 1;
-        }
-        o
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn params(
-        n: usize,
-        c: usize,
-        h: usize,
-        w: usize,
-        k: (usize, usize),
-        s: (usize, usize),
-        pad: [usize; 4],
-        d: (usize, usize),
-        ceil: bool,
-    ) -> Pool2dParams {
-        Pool2dParams {
-            batch: n,
-            channels: c,
-            in_h: h,
-            in_w: w,
-            kernel_h: k.0,
-            kernel_w: k.1,
-            stride_h: s.0,
-            stride_w: s.1,
-            pad_top: pad[0],
-            pad_left: pad[1],
-            pad_bottom: pad[2],
-            pad_right: pad[3],
-            dilation_h: d.0,
-            dilation_w: d.1,
-            out_h: out(h, k.0, s.0, d.0, pad[0], pad[2], ceil),
-            out_w: out(w, k.1, s.1, d.1, pad[1], pad[3], ceil),
-        }
-    }
-
-    fn check_all(isa: Isa, p: Pool2dParams, rng: &mut Rng) {
-        let x = rng.vec(p.batch * p.channels * p.in_h * p.in_w);
-        let len = p.batch * p.channels * p.out_h * p.out_w;
-        let (mut want, mut got) = (vec![0.0; len], vec![f32::NAN; len]);
-        reference::max_pool2d_ref(&p, &x, &mut want);
-        max_pool2d_isa(isa, &p, &PoolWindows::new(&p, false), &x, &mut got);
-        assert_eq!(got, want, "max {isa:?} {p:?}");
-        for cip in [false, true] {
-            reference::avg_pool2d_ref(&p, cip, &x, &mut want);
-            got.fill(f32::NAN);
-            avg_pool2d_isa(isa, &p, &PoolWindows::new(&p, cip), &x, &mut got);
-            for (g, w) in got.iter().zip(&want) {
-                assert!(
-                    (g - w).abs() <= 1e-6 * (1.0 + w.abs()),
-                    "avg {isa:?} cip={cip} {p:?}: {g} vs {w}"
-                );
-            }
-        }
-    }
-
-    #[test]
-    fn matches_reference() {
-        let mut rng = Rng::new(1);
-        let cases = [
-            params(1, 3, 8, 8, (2, 2), (2, 2), [0; 4], (1, 1), false),
-            params(2, 5, 7, 9, (3, 3), (2, 2), [1, 1, 1, 1], (1, 1), false),
-            params(2, 5, 7, 9, (3, 3), (2, 2), [1, 1, 1, 1], (1, 1), true),
-            params(1, 2, 6, 6, (3, 3), (2, 2), [0; 4], (1, 1), true),
-            params(1, 2, 10, 11, (3, 2), (3, 2), [2, 1, 0, 1], (2, 1), true),
-            params(1, 4, 5, 5, (5, 5), (1, 1), [2, 2, 2, 2], (1, 1), false),
-            params(1, 64, 56, 56, (3, 3), (2, 2), [1, 1, 1, 1], (1, 1), false),
-            params(1, 8, 16, 16, (2, 2), (2, 2), [0; 4], (1, 1), false),
-            params(1, 3, 17, 33, (2, 2), (2, 2), [0; 4], (1, 1), true),
-            params(1, 3, 17, 33, (3, 3), (1, 1), [1; 4], (1, 1), false),
-            params(1, 2, 9, 40, (3, 5), (1, 2), [0, 2, 1, 2], (1, 2), true),
-            params(1, 2, 9, 41, (2, 3), (2, 1), [1, 0, 0, 1], (2, 3), false),
-            params(1, 1, 1, 1, (1, 1), (1, 1), [0; 4], (1, 1), false),
-            params(1, 1, 3, 3, (3, 3), (2, 2), [2; 4], (1, 1), true),
-            params(2, 3, 12, 30, (7, 7), (3, 3), [3; 4], (1, 1), true),
-            // Stride 2 with windows 2 and 3 wide: pads as wide as the window (columns and rows
-            // whose windows miss the input give −∞), rows of 1 to 3 blocks of 16, a window
-            // taller than the kernel's 16 rows, dilated rows.
-            params(1, 2, 5, 20, (3, 3), (2, 2), [3, 3, 3, 3], (1, 1), false),
-            params(1, 2, 6, 19, (2, 2), (2, 2), [2, 2, 2, 2], (1, 1), true),
-            params(1, 3, 9, 97, (3, 3), (2, 2), [1, 0, 2, 1], (3, 1), true),
-            params(1, 1, 20, 35, (17, 3), (2, 2), [1; 4], (1, 1), false),
-        ];
-        for isa in cpu::test_isas() {
-            for p in cases {
-                check_all(isa, p, &mut rng);
-            }
-        }
-    }
-
-    #[test]
-    fn random_shapes_match_reference() {
-        let mut rng = Rng::new(7);
-        let mut next = reference::size_picker(12345);
-        for isa in cpu::test_isas() {
-            for _ in 0..150 {
-                let k = (1 + next(4), 1 + next(4));
-                let s = (1 + next(3), 1 + next(3));
-                let d = (1 + next(2), 1 + next(2));
-                let pad = [next(k.0), next(k.1), next(k.0), next(k.1)];
-                let h = d.0 * (k.0 - 1) + 1 + next(12);
-                let w = d.1 * (k.1 - 1) + 1 + next(40);
-                let p = params(1 + next(2), 1 + next(3), h, w, k, s, pad, d, next(2) == 1);
-                check_all(isa, p, &mut rng);
-            }
-        }
-    }
-
-    #[test]
-    fn nan_propagates() {
-        for isa in cpu::test_isas() {
-            let p = params(1, 1, 4, 8, (2, 2), (2, 2), [0; 4], (1, 1), false);
-            let mut x = vec![1.0f32; 32];
-            x[8 + 3] = f32::NAN;
-            let mut o = vec![0.0; 8];
-            max_pool2d_isa(isa, &p, &PoolWindows::new(&p, false), &x, &mut o);
-            assert!(o[1].is_nan(), "{isa:?} {o:?}");
-            assert!(o.iter().enumerate().all(|(i, v)| i == 1 || *v == 1.0));
-        }
-        // 3×3 windows at stride 2 (the one-pass path) and at stride 1, rows of 40 (blocks of
-        // 16 and a remainder): an output is NaN exactly when its window holds the NaN.
-        for isa in cpu::test_isas() {
-            for s in [1, 2] {
-                let p = params(1, 1, 5, 40, (3, 3), (s, s), [1; 4], (1, 1), false);
-                for at in [0, 1, 2, 17, 40 + 33, 2 * 40 + 39, 4 * 40 + 16] {
-                    let (iy, ix) = (at / 40, at % 40);
-                    let mut x = vec![1.0f32; 200];
-                    x[at] = f32::NAN;
-                    let mut o = vec![0.0; p.out_h * p.out_w];
-                    max_pool2d_isa(isa, &p, &PoolWindows::new(&p, false), &x, &mut o);
-                    for (i, v) in o.iter().enumerate() {
-                        let (oy, ox) = (i / p.out_w, i % p.out_w);
-                        let inside = |o: usize, i: usize| (o * s..o * s + 3).contains(&(i + 1));
-                        let want_nan = inside(oy, iy) && inside(ox, ix);
-                        assert_eq!(v.is_nan(), want_nan, "{isa:?} stride {s} NaN at {at}: {i}");
-                        assert!(v.is_nan() || *v == 1.0);
-                    }
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn hand_computed() {
-        // 1x1x3x3, 2x2 window stride 1 with ceil pad: corners.
-        let x = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0];
-        let p = params(1, 1, 3, 3, (2, 2), (2, 2), [0; 4], (1, 1), true);
-        assert_eq!((p.out_h, p.out_w), (2, 2));
-        let mut o = [0.0; 4];
-        max_pool2d(&p, &x, &mut o);
-        assert_eq!(o, [5.0, 6.0, 8.0, 9.0]);
-        avg_pool2d(&p, false, &x, &mut o);
-        assert_eq!(o, [3.0, 4.5, 7.5, 9.0]);
-        // count_include_pad without pads: the ceil window beyond the input is not counted.
-        avg_pool2d(&p, true, &x, &mut o);
-        assert_eq!(o, [3.0, 4.5, 7.5, 9.0]);
-        // pad 1 all round, 3x3 window, stride 1 at the corner: 4 inside, 9 with pads.
-        let p = params(1, 1, 3, 3, (3, 3), (1, 1), [1; 4], (1, 1), false);
-        let mut o = [0.0; 9];
-        avg_pool2d(&p, true, &x, &mut o);
-        assert_eq!(o[0], 12.0 / 9.0);
-        avg_pool2d(&p, false, &x, &mut o);
-        assert_eq!(o[0], 3.0);
-    }
-
-    #[test]
-    fn global_pools() {
-        let mut rng = Rng::new(2);
-        for &(planes, size) in &[(1, 1), (3, 7), (64, 49), (512, 100)] {
-            let x = rng.vec(planes * size);
-            let (mut want, mut got) = (vec![0.0; planes], vec![0.0; planes]);
-            reference::global_avg_pool_ref(planes, size, &x, &mut want);
-            global_avg_pool(planes, size, &x, &mut got);
-            for (g, w) in got.iter().zip(&want) {
-                assert!((g - w).abs() < 1e-6);
-            }
-            reference::global_max_pool_ref(planes, size, &x, &mut want);
-            global_max_pool(planes, size, &x, &mut got);
-            assert_eq!(got, want);
-        }
-        let mut o = [0.0; 2];
-        global_avg_pool(2, 2, &[1.0, 2.0, 3.0, 5.0], &mut o);
-        assert_eq!(o, [1.5, 4.0]);
-    }
-}
+mod tests;
