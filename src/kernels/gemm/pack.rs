@@ -49,12 +49,12 @@ pub(super) fn pack_a_panel(
     {
         let i0 = p * mr;
         let rows = mr.min(a.rows - i0);
-        if a.col_stride == 1 && rows == 8 && mr == 8 {
-            let rows8: [&[f32]; 8] = std::array::from_fn(|r| {
-                let start = (i0 + r) * a.row_stride + k0;
+        if a.col_stride == 1 && rows == mr && mr.is_multiple_of(4) {
+            let src: [&[f32]; simd::MAX_MR] = std::array::from_fn(|r| {
+                let start = (i0 + r.min(rows - 1)) * a.row_stride + k0;
                 &a.data[start..start + kc]
             });
-            simd::interleave_rows8(isa, &rows8, &mut panel[..8 * kc]);
+            simd::interleave_rows(isa, &src[..mr], &mut panel[..mr * kc]);
         } else if a.col_stride == 1 && rows == mr {
             // Full panel: walk k, reading the `mr` rows side by side (sequential reads, one
             // contiguous write per k).
@@ -205,10 +205,10 @@ pub(super) fn pack_b_panel(
 /// block of the AVX-512 tile).
 const PAIR_CHUNK: usize = 256;
 
-/// Packs the A micro-panel `p` (rows `8p ..`; the pairs' tile is AVX-512's, `mr = 8`) as
-/// bfloat16 pairs: slot `kk` of row `r` holds A's columns `2(k0+kk)` and `2(k0+kk)+1`
-/// rounded by [`simd::bf16_pairs`], zero past A's last column or row (`panel`: `kc·8` slots).
-/// Each row is converted into a buffer on the stack, then the eight are interleaved.
+/// Packs the A micro-panel `p` (rows `mr·p ..`; the pairs' tile is AVX-512's) as bfloat16
+/// pairs: slot `kk` of row `r` holds A's columns `2(k0+kk)` and `2(k0+kk)+1` rounded by
+/// [`simd::bf16_pairs`], zero past A's last column or row (`panel`: `kc·mr` slots). Each row
+/// is converted into a buffer on the stack, then the `mr` rows are interleaved.
 pub(super) fn pack_a_panel_pairs(
     mr: usize,
     a: &MatRef,
@@ -217,17 +217,17 @@ pub(super) fn pack_a_panel_pairs(
     p: usize,
     panel: &mut [f32],
 ) {
-    assert_eq!(mr, 8, "bfloat16 pairs are packed for the 8-row tile");
-    let i0 = p * 8;
-    let rows = 8.min(a.rows - i0);
+    assert!(mr <= simd::MAX_MR, "bfloat16 pairs: a panel of {mr} rows");
+    let i0 = p * mr;
+    let rows = mr.min(a.rows - i0);
     let c0 = (2 * k0).min(a.cols);
     let c1 = (2 * (k0 + kc)).min(a.cols);
-    let mut conv = [0.0f32; 8 * PAIR_CHUNK];
+    let mut conv = [0.0f32; simd::MAX_MR * PAIR_CHUNK];
     let mut gathered = [0.0f32; 2 * PAIR_CHUNK];
     for s0 in (0..kc).step_by(PAIR_CHUNK) {
         let sc = PAIR_CHUNK.min(kc - s0);
         let (lo, hi) = ((c0 + 2 * s0).min(c1), (c0 + 2 * (s0 + sc)).min(c1));
-        for (r, dst) in conv.chunks_exact_mut(sc).take(8).enumerate() {
+        for (r, dst) in conv.chunks_exact_mut(sc).take(mr).enumerate() {
             if r >= rows {
                 dst.fill(0.0);
             } else if a.col_stride == 1 {
@@ -241,8 +241,13 @@ pub(super) fn pack_a_panel_pairs(
                 simd::bf16_pairs(src, dst);
             }
         }
-        let rows8: [&[f32]; 8] = std::array::from_fn(|r| &conv[r * sc..(r + 1) * sc]);
-        simd::interleave_rows8(Isa::Avx512, &rows8, &mut panel[s0 * 8..(s0 + sc) * 8]);
+        let rows: [&[f32]; simd::MAX_MR] =
+            std::array::from_fn(|r| &conv[r.min(mr - 1) * sc..][..sc]);
+        simd::interleave_rows(
+            Isa::Avx512,
+            &rows[..mr],
+            &mut panel[s0 * mr..(s0 + sc) * mr],
+        );
     }
 }
 

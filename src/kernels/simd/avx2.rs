@@ -332,7 +332,7 @@ pub(super) unsafe fn kernel_row(
 }
 
 /// The edge columns of a column of C: one packed A micro-panel (`M` rows, k-major: 6 for
-/// AVX2's tiles, 8 for AVX-512's) times the `n` columns of B from `b` on (`1 ≤ n ≤ 8`), as
+/// AVX2's tiles) times the `n` columns of B from `b` on (`1 ≤ n ≤ 8`), as
 /// `acc[j][r] = Σ_k a[k·M + r] · b[k·ldb + j]` for `r < M` (columns past `n` are zero, lanes
 /// past `M` unspecified). Each column takes one 8-lane FMA per k on a column of A with B's
 /// value broadcast, where a tile spends a whole (AVX2: twelve FMAs a k) or half (AVX-512) tile
@@ -340,7 +340,7 @@ pub(super) unsafe fn kernel_row(
 /// 1 thread: a 512-channel 3×3 layer at 7² ran at 79 GFLOP/s and at 8², with no edge, at 104).
 ///
 /// # Safety
-/// The CPU supports AVX2 and FMA; `M` is 6 or 8; `a` is readable for `kc·M` floats and `b` for
+/// The CPU supports AVX2 and FMA; `M` is at most 8; `a` is readable for `kc·M` floats and `b` for
 /// `n` floats from each `k·ldb`, `k < kc`.
 #[target_feature(enable = "avx2,fma")]
 pub(super) unsafe fn edge_columns<const M: usize>(
@@ -459,19 +459,26 @@ pub(super) unsafe fn fma_chains(iters: usize, a: f32, b: f32) -> f32 {
     lanes.iter().sum()
 }
 
-/// Interleaves eight rows of `kc` floats k-major into `dst`: `dst[8k + r] = rows[r][k]` (an A
-/// micro-panel of eight rows), eight columns at a time by an 8×8 transpose in registers.
+/// Interleaves eight rows of `kc` floats k-major into `dst`, `stride` floats per k:
+/// `dst[stride·k + r] = rows[r][k]` (rows `0..8` of an A micro-panel of `stride` rows, or
+/// eight of them from `dst`'s start), eight columns at a time by an 8×8 transpose in
+/// registers.
 ///
 /// # Safety
 /// - The CPU supports AVX2.
-/// - Every `rows[r]` is readable for `kc` floats; `dst` is writable for `8 * kc` floats and
-///   does not overlap the rows.
+/// - Every `rows[r]` is readable for `kc` floats; `dst` is writable for `stride·(kc − 1) + 8`
+///   floats when `kc > 0`, `stride ≥ 8`, and does not overlap the rows.
 #[target_feature(enable = "avx2")]
-pub(super) unsafe fn interleave_rows8(rows: &[*const f32; 8], kc: usize, dst: *mut f32) {
+pub(super) unsafe fn interleave_rows8(
+    rows: &[*const f32; 8],
+    kc: usize,
+    dst: *mut f32,
+    stride: usize,
+) {
     let mut k = 0;
     while k + 8 <= kc {
-        // SAFETY: columns `k..k + 8` of every row and floats `8k .. 8k + 64` of `dst` are in
-        // range (`k + 8 ≤ kc`, contract).
+        // SAFETY: columns `k..k + 8` of every row and floats `stride·k ..` of `dst`, 8 at each
+        // of the eight steps of k, are in range (`k + 8 ≤ kc`, contract).
         unsafe {
             let r: [__m256; 8] = std::array::from_fn(|i| _mm256_loadu_ps(rows[i].add(k)));
             // Pairs of rows interleaved: per 128-bit lane, `a0 b0 a1 b1` and `a2 b2 a3 b3`.
@@ -492,22 +499,62 @@ pub(super) unsafe fn interleave_rows8(rows: &[*const f32; 8], kc: usize, dst: *m
             let s5 = _mm256_shuffle_ps::<0xEE>(t4, t6);
             let s6 = _mm256_shuffle_ps::<0x44>(t5, t7);
             let s7 = _mm256_shuffle_ps::<0xEE>(t5, t7);
-            let d = dst.add(8 * k);
+            let d = dst.add(stride * k);
             _mm256_storeu_ps(d, _mm256_permute2f128_ps::<0x20>(s0, s4));
-            _mm256_storeu_ps(d.add(8), _mm256_permute2f128_ps::<0x20>(s1, s5));
-            _mm256_storeu_ps(d.add(16), _mm256_permute2f128_ps::<0x20>(s2, s6));
-            _mm256_storeu_ps(d.add(24), _mm256_permute2f128_ps::<0x20>(s3, s7));
-            _mm256_storeu_ps(d.add(32), _mm256_permute2f128_ps::<0x31>(s0, s4));
-            _mm256_storeu_ps(d.add(40), _mm256_permute2f128_ps::<0x31>(s1, s5));
-            _mm256_storeu_ps(d.add(48), _mm256_permute2f128_ps::<0x31>(s2, s6));
-            _mm256_storeu_ps(d.add(56), _mm256_permute2f128_ps::<0x31>(s3, s7));
+            _mm256_storeu_ps(d.add(stride), _mm256_permute2f128_ps::<0x20>(s1, s5));
+            _mm256_storeu_ps(d.add(2 * stride), _mm256_permute2f128_ps::<0x20>(s2, s6));
+            _mm256_storeu_ps(d.add(3 * stride), _mm256_permute2f128_ps::<0x20>(s3, s7));
+            _mm256_storeu_ps(d.add(4 * stride), _mm256_permute2f128_ps::<0x31>(s0, s4));
+            _mm256_storeu_ps(d.add(5 * stride), _mm256_permute2f128_ps::<0x31>(s1, s5));
+            _mm256_storeu_ps(d.add(6 * stride), _mm256_permute2f128_ps::<0x31>(s2, s6));
+            _mm256_storeu_ps(d.add(7 * stride), _mm256_permute2f128_ps::<0x31>(s3, s7));
         }
         k += 8;
     }
     for k in k..kc {
         for (r, &row) in rows.iter().enumerate() {
             // SAFETY: `k < kc`, so both accesses are in range (contract).
-            unsafe { *dst.add(8 * k + r) = *row.add(k) };
+            unsafe { *dst.add(stride * k + r) = *row.add(k) };
+        }
+    }
+}
+
+/// [`interleave_rows8`] for four rows: `dst[stride·k + r] = rows[r][k]`, four columns at a
+/// time by a 4×4 transpose.
+///
+/// # Safety
+/// - The CPU supports AVX2.
+/// - Every `rows[r]` is readable for `kc` floats; `dst` is writable for `stride·(kc − 1) + 4`
+///   floats when `kc > 0`, `stride ≥ 4`, and does not overlap the rows.
+#[target_feature(enable = "avx2")]
+pub(super) unsafe fn interleave_rows4(
+    rows: &[*const f32; 4],
+    kc: usize,
+    dst: *mut f32,
+    stride: usize,
+) {
+    let mut k = 0;
+    while k + 4 <= kc {
+        // SAFETY: columns `k..k + 4` of every row and floats `stride·k ..`, 4 at each of the
+        // four steps of k, of `dst` are in range (`k + 4 ≤ kc`, contract).
+        unsafe {
+            let r: [__m128; 4] = std::array::from_fn(|i| _mm_loadu_ps(rows[i].add(k)));
+            let t0 = _mm_unpacklo_ps(r[0], r[1]);
+            let t1 = _mm_unpacklo_ps(r[2], r[3]);
+            let t2 = _mm_unpackhi_ps(r[0], r[1]);
+            let t3 = _mm_unpackhi_ps(r[2], r[3]);
+            let d = dst.add(stride * k);
+            _mm_storeu_ps(d, _mm_movelh_ps(t0, t1));
+            _mm_storeu_ps(d.add(stride), _mm_movehl_ps(t1, t0));
+            _mm_storeu_ps(d.add(2 * stride), _mm_movelh_ps(t2, t3));
+            _mm_storeu_ps(d.add(3 * stride), _mm_movehl_ps(t3, t2));
+        }
+        k += 4;
+    }
+    for k in k..kc {
+        for (r, &row) in rows.iter().enumerate() {
+            // SAFETY: `k < kc`, so both accesses are in range (contract).
+            unsafe { *dst.add(stride * k + r) = *row.add(k) };
         }
     }
 }

@@ -1,5 +1,5 @@
-//! AVX-512F GEMM micro-kernel: an `M×32` register tile, `M ≤ 8`, two zmm accumulators per
-//! row, biases, residual and clamp applied in registers (the depthwise plane kernels are in
+//! AVX-512F GEMM micro-kernel: an `M×32` register tile, `M ≤ 8` (see [`MR`]), two zmm
+//! accumulators per row, biases, residual and clamp applied in registers (the depthwise plane kernels are in
 //! `avx512_depthwise`). The same tile multiplies bfloat16 operands with AVX512_BF16's dot
 //! products (the `*_bf16` kernels): each 32-bit slot of the packed panels then holds two
 //! consecutive values of the shared dimension, and one `vdpbf16ps` does the work of two FMAs.
@@ -9,8 +9,19 @@ use std::arch::x86_64::*;
 
 use super::RawTail;
 
-/// Packed A micro-panel row count (k-major stride of A).
+/// Packed A micro-panel row count (k-major stride of A). The tile code takes any height up
+/// to 12 (24 accumulators, two B vectors and the broadcast A value in the 32 registers) but
+/// for the match arms of its drivers; 12 rows measured faster on ResNet-50's 1×1 layers in
+/// isolation (`kernel_bench`, 1 thread, GFLOP/s, 8 → 12 rows: 256→128 at 56² 109–111 → 122,
+/// 512→128 at 28² 111–112 → 131, 1024→256 at 14² 116 → 129) and no faster inside the model,
+/// where the power-of-two channel counts leave a 4-row tile at every GEMM's end (Winograd's
+/// 16-tile products at 14²: 12 + 4) and those layers lost what the others gained
+/// (`perlayer.py`, two alternations: ResNet-50 1.16 / 1.11 → 1.15 / 1.16 of ONNX Runtime,
+/// MobileNetV2's 112² blocks 6–17% slower). A height chosen per product would take both.
 const MR: usize = 8;
+
+/// Steps of k ahead that a tile over a B read in place fetches B's rows.
+const B_AHEAD: usize = 8;
 
 /// Write-back state shared by the tiles of one column of C: lane masks, alpha and beta, the
 /// column bias and the clamp bounds.
@@ -82,7 +93,7 @@ macro_rules! gemm_kernels {
     ($tile:ident, $column:ident, $row:ident, $features:literal, $madd:ident, $edge:literal) => {
         /// One `M×32` tile (`M×16` when `W2` is false: a column at most 16 wide, whose second half
         /// is neither computed nor stored; `M×17` when `E1` is also true, column 16 computed
-        /// 8 rows to an 8-lane FMA and stored by [`store_edge`]): accumulates over `kc`, then stores
+        /// its `M` rows to one masked 16-lane FMA per k and stored by [`store_edge`]): accumulates over `kc`, then stores
         /// `clamp(alpha·acc + beta·C + row_bias + col_bias + residual)` through `s`; meanwhile prefetches
         /// the `kc` A columns from `pf` on (the next micro-panel: any address, only prefetched) and,
         /// when `PB` and `pfb` is not null, the `kc` B rows from `pfb` on (`ldb` apart: the next
@@ -91,7 +102,7 @@ macro_rules! gemm_kernels {
         ///
         /// # Safety
         /// - The CPU supports AVX-512F.
-        /// - `a` is readable for `kc * 8` floats, `b` for 32 floats from each `k * ldb`, `k < kc`.
+        /// - `a` is readable for `kc * MR` floats, `b` for 32 floats from each `k * ldb`, `k < kc`.
         /// - `c[r]` for `r < M` has the tile's `nr` floats from `col` on (`c[r].len() ≥ col + nr`;
         ///   the rows are distinct `&mut` slices, so disjoint from each other and from `a`/`b`),
         ///   and `W2` is false only when `nr ≤ 16`, or `nr = 17` with `E1` (then `c[r]` and the
@@ -135,11 +146,13 @@ macro_rules! gemm_kernels {
                 }
             }
             // The fused edge column (column 16 of a 17-wide column, `E1`): the A column times
-            // B's value, eight rows in one 8-lane FMA per k.
-            let mut edge = _mm256_setzero_ps();
+            // B's value, its `M` rows in one masked 16-lane FMA per k.
+            let mut edge = _mm512_setzero_ps();
+            // The A column's `M` rows (the lanes past them would read the next k's column).
+            let a_rows: __mmask16 = ((1u32 << M) - 1) as __mmask16;
             // One step of k: row k of the B panel times column k of the A micro-panel.
             let mut step = |k: usize| {
-                // SAFETY: k < kc, so `b + k*ldb .. +32` and `a + k*8 .. +8` are inside the panels.
+                // SAFETY: k < kc, so `b + k*ldb .. +32` and `a + k*MR .. +MR` are inside the panels.
                 unsafe {
                     let bp = b.add(k * ldb);
                     let ap = a.add(k * MR);
@@ -153,8 +166,8 @@ macro_rules! gemm_kernels {
                         }
                     }
                     if E1 {
-                        let bv = _mm256_set1_ps(*bp.add(16));
-                        edge = _mm256_fmadd_ps(_mm256_loadu_ps(ap), bv, edge);
+                        let bv = _mm512_set1_ps(*bp.add(16));
+                        edge = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(a_rows, ap), bv, edge);
                     }
                 }
             };
@@ -171,6 +184,21 @@ macro_rules! gemm_kernels {
                     let q = b.wrapping_add(k * 32 + super::VECTOR_AHEAD);
                     for t in 0..4 {
                         _mm_prefetch::<_MM_HINT_T0>(q.wrapping_add(16 * t) as *const i8);
+                    }
+                }
+                if PB && ldb != 32 && k + B_AHEAD + 1 < kc {
+                    // A B read in place: its rows, far apart, fall in few of L1's sets (at 56²
+                    // in 32 of its 64), so the micro-panel the column's tiles share does not
+                    // stay in L1 between them, and each tile fetched it again at L2's latency.
+                    // Every tile fetches its rows `B_AHEAD` steps ahead (`kernel_bench`,
+                    // 1 thread, 8-row tiles: ResNet-50's 256→128 at 56² 96 → 109–111 GFLOP/s,
+                    // 512→128 at 28² 104 → 111–112, 1024→256 at 14² unchanged).
+                    for q in [
+                        b.wrapping_add((k + B_AHEAD) * ldb),
+                        b.wrapping_add((k + 1 + B_AHEAD) * ldb),
+                    ] {
+                        _mm_prefetch::<_MM_HINT_T0>(q as *const i8);
+                        _mm_prefetch::<_MM_HINT_T0>(q.wrapping_add(16) as *const i8);
                     }
                 }
                 if PB && !pfb.is_null() {
@@ -266,8 +294,8 @@ macro_rules! gemm_kernels {
             }
         }
 
-        /// One column of C, `nr` wide, over `c.len()` rows: the `⌈rows/8⌉` A micro-panels in `a`
-        /// (`kc·8` floats each, consecutive) times the B micro-panel `b`, each tile stored as
+        /// One column of C, `nr` wide, over `c.len()` rows: the `⌈rows/MR⌉` A micro-panels in `a`
+        /// (`kc·MR` floats each, consecutive) times the B micro-panel `b`, each tile stored as
         /// `clamp(alpha·A·B + beta·C + biases + residual)` with the biases, residual and clamp of
         /// `tail`. A column at most 16 wide computes only the first half of each tile.
         ///
@@ -337,7 +365,7 @@ macro_rules! gemm_kernels {
                         }
                     };
                 }
-                // SAFETY: panel `p` of `a` and rows `8p ..` of `c`, of the row bias and of the
+                // SAFETY: panel `p` of `a` and rows `MR·p ..` of `c`, of the row bias and of the
                 // residual are in range (contract); `rows.len()` is the tile height, and the narrow
                 // tile is used only when `nr ≤ 16`, or with its fused edge column when `nr = 17`.
                 unsafe {
@@ -352,14 +380,14 @@ macro_rules! gemm_kernels {
             }
         }
 
-        /// One row of C's tiles, `1 ≤ c.len() ≤ 8` rows: the A micro-panel `a` times `panels` B
+        /// One row of C's tiles, `1 ≤ c.len() ≤ MR` rows: the A micro-panel `a` times `panels` B
         /// micro-panels 32 wide, panel `q` from `b + q·step` (row `k` at `+ k·ldb`), each tile stored
         /// at columns `col + 32q ..` as in the column driver above; `tail.col_bias`, when not null, holds
         /// the biases of all `32·panels` columns.
         ///
         /// # Safety
         /// - The CPU supports AVX-512F.
-        /// - `a` is readable for `kc * 8` floats, `b` for 32 floats from each `q·step + k·ldb`,
+        /// - `a` is readable for `kc * MR` floats, `b` for 32 floats from each `q·step + k·ldb`,
         ///   `q < panels`, `k < kc`.
         /// - Every `c[r]` has `32·panels` floats from `col` on.
         /// - `tail.row_bias` is null or readable for `c.len()` floats; `tail.col_bias` null or
@@ -437,16 +465,16 @@ gemm_kernels!(
 #[target_feature(enable = "avx512f")]
 #[inline]
 unsafe fn store_edge<const M: usize>(
-    edge: __m256,
+    edge: __m512,
     c: &mut [&mut [f32]],
     col: usize,
     row_bias: *const f32,
     res: *const &[f32],
     s: &Store,
 ) {
-    let mut lanes = [0.0f32; 8];
-    // SAFETY: `lanes` holds 8 floats.
-    unsafe { _mm256_storeu_ps(lanes.as_mut_ptr(), edge) };
+    let mut lanes = [0.0f32; 16];
+    // SAFETY: `lanes` holds 16 floats.
+    unsafe { _mm512_storeu_ps(lanes.as_mut_ptr(), edge) };
     for (i, &acc) in lanes.iter().enumerate().take(M) {
         let x = &mut c[i][col];
         let mut v = s.alpha * acc;
@@ -470,6 +498,93 @@ unsafe fn store_edge<const M: usize>(
         }
         *x = v;
     }
+}
+
+/// The edge columns of a column of C: one packed A micro-panel ([`MR`] rows, k-major) times
+/// the `n` columns of B from `b` on (`1 ≤ n ≤ 8`), as `acc[j][r] = Σ_k a[k·MR + r] ·
+/// b[k·ldb + j]` for `r < MR` (columns past `n` and lanes past `MR` are zero). Each column
+/// takes one FMA per k on the A column (its `MR` lanes, masked) with B's value broadcast,
+/// where a tile spends a half tile whatever its width (see `super::edge_split`).
+///
+/// # Safety
+/// The CPU supports AVX-512F; `a` is readable for `kc·MR` floats and `b` for `n` floats from
+/// each `k·ldb`, `k < kc`.
+#[target_feature(enable = "avx512f")]
+pub(super) unsafe fn edge_columns(
+    kc: usize,
+    a: *const f32,
+    b: *const f32,
+    ldb: usize,
+    n: usize,
+) -> [[f32; 16]; 8] {
+    let mut out = [[0.0f32; 16]; 8];
+    // Few columns take several partial sums over k each, so that enough FMA chains run at
+    // once (eight for one column: two FMA pipes of four cycles' latency).
+    macro_rules! go {
+        ($n:literal, $u:literal) => {{
+            // SAFETY: forwarded contract, `n` columns.
+            let acc = unsafe { edge_dot::<$n, $u>(kc, a, b, ldb) };
+            out[..$n].copy_from_slice(&acc);
+        }};
+    }
+    match n {
+        1 => go!(1, 8),
+        2 => go!(2, 4),
+        3 => go!(3, 4),
+        4 => go!(4, 2),
+        5 => go!(5, 2),
+        6 => go!(6, 2),
+        7 => go!(7, 2),
+        _ => go!(8, 2),
+    }
+    out
+}
+
+/// [`edge_columns`] for `N` columns with `U` partial sums per column (k taken `U` at a time).
+///
+/// # Safety
+/// As [`edge_columns`], with `n = N`.
+#[target_feature(enable = "avx512f")]
+#[inline]
+unsafe fn edge_dot<const N: usize, const U: usize>(
+    kc: usize,
+    a: *const f32,
+    b: *const f32,
+    ldb: usize,
+) -> [[f32; 16]; N] {
+    let rows: __mmask16 = ((1u32 << MR) - 1) as __mmask16;
+    let mut acc = [[_mm512_setzero_ps(); N]; U];
+    // One step of k into the partial sums `u`.
+    let mut step = |k: usize, u: usize| {
+        // SAFETY: k < kc, so `b + k·ldb .. +N` and the A column's `MR` lanes at `a + k·MR` are
+        // inside (contract); masked-off lanes are not accessed.
+        unsafe {
+            let av = _mm512_maskz_loadu_ps(rows, a.add(k * MR));
+            for (j, sum) in acc[u].iter_mut().enumerate() {
+                let bv = _mm512_set1_ps(*b.add(k * ldb + j));
+                *sum = _mm512_fmadd_ps(av, bv, *sum);
+            }
+        }
+    };
+    let whole = kc - kc % U;
+    for k in (0..whole).step_by(U) {
+        for u in 0..U {
+            step(k + u, u);
+        }
+    }
+    for k in whole..kc {
+        step(k, 0);
+    }
+    let mut out = [[0.0f32; 16]; N];
+    for (j, o) in out.iter_mut().enumerate() {
+        let mut sum = acc[0][j];
+        for part in &acc[1..] {
+            sum = _mm512_add_ps(sum, part[j]);
+        }
+        // SAFETY: `o` holds 16 floats.
+        unsafe { _mm512_storeu_ps(o.as_mut_ptr(), sum) };
+    }
+    out
 }
 
 /// `acc + a·b` per lane (one FMA).

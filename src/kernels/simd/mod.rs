@@ -29,7 +29,7 @@ pub(crate) use direct::{direct_rows, direct_weights, has_direct, DirectGeometry,
 pub(crate) use max_pool::{
     has_max_pool_stride2, max_pool_plane_stride2, MaxPoolPlane, MAX_POOL_ROWS,
 };
-pub(crate) use pack::{bf16_pairs, interleave_rows8};
+pub(crate) use pack::{bf16_pairs, interleave_rows};
 pub(crate) use rows::CheckedRows;
 
 /// Register tile height (rows of C) of the micro-kernel of `isa`.
@@ -390,7 +390,7 @@ fn simd_column(
 /// so a column of at most 8, or a half plus at most 8, leaves those last columns to the edge
 /// kernel, which costs about an eighth of a half tile per column. A half plus one column (a
 /// 7×7 image's 49 = 32 + 17) stays whole: the half tile computes that column in its own loop
-/// (one 8-lane FMA per k beside its eight 16-lane ones), where the edge kernel read A and B
+/// (one masked 16-lane FMA per k beside its eight full ones), where the edge kernel read A and B
 /// again (`kernel_bench`, 1 thread, five interleaved pairs: MobileNetV2's 1×1 layers at 7²
 /// 81–88 → 90–99 GFLOP/s). AVX2's 16-column tiles spend twelve FMAs a k whatever their width:
 /// a column of at most [`avx2::EDGE_MAX`] goes to its edge kernel (one FMA per column and k).
@@ -434,14 +434,18 @@ fn edge_column(
     for (ip, tile) in rows.chunks_mut(mr).enumerate() {
         let a_micro = &a[ip * kc * mr..(ip + 1) * kc * mr];
         let (ap, bp) = (a_micro.as_ptr(), b.as_ptr());
-        // SAFETY: the CPU supports AVX2 and FMA (checked); the panel has `mr` (6 or 8) rows:
-        // `a_micro` holds kc·mr floats, and `b` holds `n ≤ 8` floats from each k·ldb, k < kc
-        // (checked).
-        let acc: [[f32; MAX_MR]; 8] = unsafe {
-            if mr == 8 {
-                avx2::edge_columns::<8>(kc, ap, bp, ldb, n)
+        // SAFETY: the CPU supports the ISA (checked; AVX-512 for its panels of
+        // `avx512::MR` rows, else AVX2 and FMA for their 6-row ones): `a_micro` holds kc·mr floats, and `b` holds `n ≤ 8`
+        // floats from each k·ldb, k < kc (checked).
+        let acc: [[f32; 16]; 8] = unsafe {
+            if isa == Isa::Avx512 {
+                avx512::edge_columns(kc, ap, bp, ldb, n)
             } else {
-                avx2::edge_columns::<6>(kc, ap, bp, ldb, n)
+                avx2::edge_columns::<6>(kc, ap, bp, ldb, n).map(|c| {
+                    let mut wide = [0.0; 16];
+                    wide[..8].copy_from_slice(&c);
+                    wide
+                })
             }
         };
         vectorize(

@@ -1,34 +1,59 @@
-//! Conversions that pack GEMM operands: eight rows interleaved into an A micro-panel
-//! ([`interleave_rows8`]), and float32 rounded into bfloat16 pairs ([`bf16_pairs`]), each by
+//! Conversions that pack GEMM operands: rows interleaved into an A micro-panel
+//! ([`interleave_rows`]), and float32 rounded into bfloat16 pairs ([`bf16_pairs`]), each by
 //! its SIMD kernel where the CPU has one.
 
 use super::cpu::Isa;
 #[cfg(target_arch = "x86_64")]
 use super::{avx2, avx512, cpu};
 
-/// Interleaves eight rows k-major into `dst` (an A micro-panel of eight rows):
-/// `dst[8k + r] = rows[r][k]` for `k < dst.len() / 8`. With AVX2 (`isa` AVX2 or AVX-512, and
-/// the CPU has it) by 8×8 transposes in registers; the scalar loop it replaces took 3–5% of a
-/// 1024³ MatMul at one thread.
+/// Interleaves `rows.len()` rows k-major into `dst` (an A micro-panel of that many rows):
+/// `dst[m·k + r] = rows[r][k]` for `k < dst.len() / m`, `m = rows.len()`. With AVX2 (`isa`
+/// AVX2 or AVX-512, and the CPU has it) and a multiple of four rows, by 8×8 and 4×4
+/// transposes in registers (eight rows, then four: AVX-512's panels of 12); the scalar loop
+/// they replace took 3–5% of a 1024³ MatMul at one thread.
 ///
 /// # Panics
-/// If a row is shorter than `dst.len() / 8`.
-pub(crate) fn interleave_rows8(isa: Isa, rows: &[&[f32]; 8], dst: &mut [f32]) {
-    let kc = dst.len() / 8;
+/// If there are no rows, more than [`super::MAX_MR`], or one is shorter than `dst.len() / m`.
+pub(crate) fn interleave_rows(isa: Isa, rows: &[&[f32]], dst: &mut [f32]) {
+    let m = rows.len();
+    assert!(
+        (1..=super::MAX_MR).contains(&m),
+        "interleave_rows: {m} rows"
+    );
+    let kc = dst.len() / m;
     assert!(
         rows.iter().all(|r| r.len() >= kc),
-        "interleave_rows8: short row"
+        "interleave_rows: short row"
     );
     #[cfg(target_arch = "x86_64")]
-    if matches!(isa, Isa::Avx2Fma | Isa::Avx512) && cpu::supported(Isa::Avx2Fma) {
-        let ptrs = rows.map(|r| r.as_ptr());
-        // SAFETY: the CPU supports AVX2 (checked above); every row holds `kc` floats and
-        // `dst` `8 * kc` (checked above), and `dst` is a `&mut` borrow, so disjoint from them.
-        unsafe { avx2::interleave_rows8(&ptrs, kc, dst.as_mut_ptr()) };
+    if matches!(isa, Isa::Avx2Fma | Isa::Avx512)
+        && cpu::supported(Isa::Avx2Fma)
+        && m.is_multiple_of(4)
+        && kc > 0
+    {
+        let d = dst.as_mut_ptr();
+        let mut r0 = 0;
+        while r0 < m {
+            // SAFETY: the CPU supports AVX2 (checked above); every row holds `kc` floats and
+            // `dst` `m·kc` (checked above), of which the block of rows `r0 ..` writes floats
+            // `m·k + r0 ..` (up to `m·(kc − 1) + m`), and `dst` is a `&mut` borrow, so
+            // disjoint from the rows.
+            unsafe {
+                if m - r0 >= 8 {
+                    let ptrs: [*const f32; 8] = std::array::from_fn(|r| rows[r0 + r].as_ptr());
+                    avx2::interleave_rows8(&ptrs, kc, d.add(r0), m);
+                    r0 += 8;
+                } else {
+                    let ptrs: [*const f32; 4] = std::array::from_fn(|r| rows[r0 + r].as_ptr());
+                    avx2::interleave_rows4(&ptrs, kc, d.add(r0), m);
+                    r0 += 4;
+                }
+            }
+        }
         return;
     }
     let _ = isa;
-    for (k, d) in dst.chunks_exact_mut(8).enumerate() {
+    for (k, d) in dst.chunks_exact_mut(m).enumerate() {
         for (v, row) in d.iter_mut().zip(rows) {
             *v = row[k];
         }
@@ -126,28 +151,31 @@ mod tests {
         }
     }
 
-    /// `interleave_rows8` puts row `r`'s column `k` at `8k + r`, on every ISA the CPU has, for
-    /// lengths around the 8-column transpose blocks (tails of 1 to 7 columns included), rows
-    /// longer than used and rows that share one buffer.
+    /// `interleave_rows` puts row `r`'s column `k` at `m·k + r` for panels of 1 to 12 rows,
+    /// on every ISA the CPU has, for lengths around the 8- and 4-column transpose blocks
+    /// (tails of 1 to 7 columns included), rows longer than used and rows that share one
+    /// buffer.
     #[test]
-    fn interleave_rows8_is_a_k_major_panel() {
+    fn interleave_rows_is_a_k_major_panel() {
         use crate::kernels::cpu::{self, Isa};
-        let data: Vec<f32> = (0..8 * 41).map(|i| i as f32 * 0.5 - 7.0).collect();
+        let data: Vec<f32> = (0..12 * 41).map(|i| i as f32 * 0.5 - 7.0).collect();
         for isa in [Isa::Portable, Isa::Avx2Fma, Isa::Avx512] {
             let Some(isa) = cpu::test_isa(isa) else {
                 continue;
             };
-            for kc in [0, 1, 7, 8, 9, 16, 23, 33] {
-                let rows: [&[f32]; 8] = std::array::from_fn(|r| &data[r * 40 + r..][..kc + 1]);
-                let mut dst = vec![f32::NAN; 8 * kc];
-                super::interleave_rows8(isa, &rows, &mut dst);
-                for k in 0..kc {
-                    for r in 0..8 {
-                        assert_eq!(
-                            dst[8 * k + r],
-                            data[r * 40 + r + k],
-                            "{isa:?} kc {kc} ({k}, {r})"
-                        );
+            for m in [1, 4, 6, 8, 12] {
+                for kc in [0, 1, 3, 4, 7, 8, 9, 16, 23, 33] {
+                    let rows: Vec<&[f32]> = (0..m).map(|r| &data[r * 40 + r..][..kc + 1]).collect();
+                    let mut dst = vec![f32::NAN; m * kc];
+                    super::interleave_rows(isa, &rows, &mut dst);
+                    for k in 0..kc {
+                        for r in 0..m {
+                            assert_eq!(
+                                dst[m * k + r],
+                                data[r * 40 + r + k],
+                                "{isa:?} m {m} kc {kc} ({k}, {r})"
+                            );
+                        }
                     }
                 }
             }
