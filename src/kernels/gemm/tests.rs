@@ -393,7 +393,8 @@ fn b_read_in_place() {
     // Shapes whose B is read where it lies (few rows of C, or a shallow B): edge columns,
     // several K blocks, B rows wider than its columns (a strided view), the NC block boundary,
     // the whole-K parallel driver, rows of C at least 8192 apart with K ≤ 32 (A micro-panels
-    // outermost), contractions (K ≥ M) of many rows; with a per-row bias, a residual and Relu.
+    // outermost), contractions (K ≥ M) of many rows, tiles of 12 rows and 8 (any row count);
+    // with a per-row bias, a residual and Relu.
     for isa in cpu::test_isas() {
         let mut rng = Rng::new(23);
         for &(m, n, k, parallel) in &[
@@ -408,6 +409,8 @@ fn b_read_in_place() {
             (30, 8203, 24, true),
             (128, 700, 256, true),
             (100, 65, 400, false),
+            // 12-row tiles starting at row 4 of a micro-panel, then a 17-wide column.
+            (44, 49, 200, false),
         ] {
             let ldb = n + 5;
             let a = rng.vec(m * k);

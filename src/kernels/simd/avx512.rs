@@ -1,4 +1,4 @@
-//! AVX-512F GEMM micro-kernel: an `M×32` register tile, `M ≤ 8` (see [`MR`]), two zmm
+//! AVX-512F GEMM micro-kernel: an `M×32` register tile, `M ≤ 12` (see [`MR`]), two zmm
 //! accumulators per row, biases, residual and clamp applied in registers (the depthwise plane kernels are in
 //! `avx512_depthwise`). The same tile multiplies bfloat16 operands with AVX512_BF16's dot
 //! products (the `*_bf16` kernels): each 32-bit slot of the packed panels then holds two
@@ -9,19 +9,49 @@ use std::arch::x86_64::*;
 
 use super::RawTail;
 
-/// Packed A micro-panel row count (k-major stride of A). The tile code takes any height up
-/// to 12 (24 accumulators, two B vectors and the broadcast A value in the 32 registers) but
-/// for the match arms of its drivers; 12 rows measured faster on ResNet-50's 1×1 layers in
-/// isolation (`kernel_bench`, 1 thread, GFLOP/s, 8 → 12 rows: 256→128 at 56² 109–111 → 122,
-/// 512→128 at 28² 111–112 → 131, 1024→256 at 14² 116 → 129) and no faster inside the model,
-/// where the power-of-two channel counts leave a 4-row tile at every GEMM's end (Winograd's
-/// 16-tile products at 14²: 12 + 4) and those layers lost what the others gained
-/// (`perlayer.py`, two alternations: ResNet-50 1.16 / 1.11 → 1.15 / 1.16 of ONNX Runtime,
-/// MobileNetV2's 112² blocks 6–17% slower). A height chosen per product would take both.
+/// Packed A micro-panel row count (k-major stride of A), and the height of the row driver's
+/// tiles and of most column tiles. The column driver also takes 12-row tiles (24
+/// accumulators, two B vectors and the broadcast A value in the 32 registers) over a B read in
+/// place, each reading its rows from two consecutive micro-panels (see [`tile_height`]). A
+/// packed layout of 12-row panels, tried in the thirty-seventh session, measured no faster
+/// inside ResNet-50: its power-of-two channel counts left a 4-row tile at every GEMM's end,
+/// Winograd's 16-tile products at 14² ran as 12 + 4, and MobileNetV2's 112² blocks, whose row
+/// driver took 12-row tiles over K = 16, lost 6–17%.
 const MR: usize = 8;
 
 /// Steps of k ahead that a tile over a B read in place fetches B's rows.
 const B_AHEAD: usize = 8;
+
+/// The height of the next tile of a column with `rest` rows left. A tall column (`tall`: a B
+/// read in place over at least [`TALL_MIN_K`] steps of k) takes tiles of 12 rows (24
+/// accumulators) where its remaining rows split into tiles of 12 and 8, so that no tile of 4
+/// is left at the end (16 rows: 8 + 8; 20: 12 + 8; 64: 4 × 12 + 2 × 8); any other column
+/// tiles of 8. The whole rest when it fits one tile. Every height but the last is a multiple
+/// of 4, so a tile starts at row 0 or 4 of an A micro-panel.
+///
+/// Why only a B read in place: the rows of such a B lie far apart and its micro-panel does
+/// not stay in L1 between the column's tiles, so each tile fetches it again from L2 (see
+/// [`B_AHEAD`]); 12-row tiles make a third fewer passes over it. `kernel_bench`, 1 thread,
+/// `KB_COLD=4`, three interleaved pairs, GFLOP/s 8 → 12 rows: ResNet-50's 256→128 at 56²
+/// 77–82 → 83–91, 512→128 at 28² 95–102 → 105–107, 1024→256 at 14² 100–103 → 108–117. A
+/// packed micro-panel stays in L1, where the 8-row tile is already bound by its FMAs, and a
+/// 12-row tile reads half of one A micro-panel, which the next tile reads again: ResNet-50's
+/// packed 1×1 layers at 7² ran 0–5% slower with 12, the Winograd layers the same.
+fn tile_height(rest: usize, tall: bool) -> usize {
+    if !tall {
+        return rest.min(MR);
+    }
+    match rest.div_ceil(4) {
+        0..=3 => rest,
+        4 => 8,
+        _ => 12,
+    }
+}
+
+/// Fewest steps of k of a column whose tiles are 12 rows tall (see [`tile_height`]). Below
+/// it the 8-row tile was faster: MobileNetV2's 1×1 convolution 16→96 at 112², fused with its
+/// depthwise one, 50–52 → 54–55 GFLOP/s with 8 (`kernel_bench`, three interleaved pairs).
+const TALL_MIN_K: usize = 64;
 
 /// Write-back state shared by the tiles of one column of C: lane masks, alpha and beta, the
 /// column bias and the clamp bounds.
@@ -94,7 +124,9 @@ macro_rules! gemm_kernels {
         /// One `M×32` tile (`M×16` when `W2` is false: a column at most 16 wide, whose second half
         /// is neither computed nor stored; `M×17` when `E1` is also true, column 16 computed
         /// its `M` rows to one masked 16-lane FMA per k and stored by [`store_edge`]): accumulates over `kc`, then stores
-        /// `clamp(alpha·acc + beta·C + row_bias + col_bias + residual)` through `s`; meanwhile prefetches
+        /// `clamp(alpha·acc + beta·C + row_bias + col_bias + residual)` through `s`. Its rows
+        /// `i < S` are A's rows at `a + k·MR + i`, the others (`M > S`: a tile reaching into
+        /// the next micro-panel) at `a_hi + k·MR + i - S`. Meanwhile it prefetches
         /// the `kc` A columns from `pf` on (the next micro-panel: any address, only prefetched) and,
         /// when `PB` and `pfb` is not null, the `kc` B rows from `pfb` on (`ldb` apart: the next
         /// column's micro-panel of a B read in place, or of a packed B when `ldb = 32`). `PB` tells
@@ -102,7 +134,9 @@ macro_rules! gemm_kernels {
         ///
         /// # Safety
         /// - The CPU supports AVX-512F.
-        /// - `a` is readable for `kc * MR` floats, `b` for 32 floats from each `k * ldb`, `k < kc`.
+        /// - `a` is readable for `min(M, S)` floats from each `k * MR`, and when `M > S`,
+        ///   `a_hi` for `M - S` floats from each `k * MR` (`S ≤ MR`, `M - S ≤ MR`); `b` for 32
+        ///   floats from each `k * ldb`, `k < kc`.
         /// - `c[r]` for `r < M` has the tile's `nr` floats from `col` on (`c[r].len() ≥ col + nr`;
         ///   the rows are distinct `&mut` slices, so disjoint from each other and from `a`/`b`),
         ///   and `W2` is false only when `nr ≤ 16`, or `nr = 17` with `E1` (then `c[r]` and the
@@ -113,9 +147,15 @@ macro_rules! gemm_kernels {
         #[target_feature(enable = $features)]
         #[inline]
         #[allow(clippy::too_many_arguments)]
-        unsafe fn $tile<const M: usize, const W2: bool, const PB: bool, const E1: bool>(
+        unsafe fn $tile<
+            const M: usize,
+            const S: usize,
+            const W2: bool,
+            const PB: bool,
+            const E1: bool,
+        >(
             kc: usize,
-            a: *const f32,
+            (a, a_hi): (*const f32, *const f32),
             b: *const f32,
             ldb: usize,
             c: &mut [&mut [f32]],
@@ -148,18 +188,22 @@ macro_rules! gemm_kernels {
             // The fused edge column (column 16 of a 17-wide column, `E1`): the A column times
             // B's value, its `M` rows in one masked 16-lane FMA per k.
             let mut edge = _mm512_setzero_ps();
-            // The A column's `M` rows (the lanes past them would read the next k's column).
-            let a_rows: __mmask16 = ((1u32 << M) - 1) as __mmask16;
+            // The A column's rows in each of its two micro-panels (lanes `0..S` from `a`, lanes
+            // `S..M` from `a_hi`; the lanes past them would read the next k's column).
+            let lo_rows: __mmask16 = ((1u32 << M.min(S)) - 1) as __mmask16;
+            let hi_rows: __mmask16 = (((1u32 << M) - 1) & !((1u32 << S.min(M)) - 1)) as __mmask16;
             // One step of k: row k of the B panel times column k of the A micro-panel.
             let mut step = |k: usize| {
-                // SAFETY: k < kc, so `b + k*ldb .. +32` and `a + k*MR .. +MR` are inside the panels.
+                // SAFETY: k < kc, so `b + k*ldb .. +32`, `a + k*MR .. + min(M, S)` and (for
+                // `M > S`) `a_hi + k*MR .. + M - S` are inside the panels.
                 unsafe {
                     let bp = b.add(k * ldb);
                     let ap = a.add(k * MR);
+                    let hp = a_hi.wrapping_add(k * MR);
                     let b0 = _mm512_loadu_ps(bp);
                     let b1 = if W2 { _mm512_loadu_ps(bp.add(16)) } else { b0 };
                     for i in 0..M {
-                        let ai = _mm512_set1_ps(*ap.add(i));
+                        let ai = _mm512_set1_ps(if i < S { *ap.add(i) } else { *hp.add(i - S) });
                         acc0[i] = $madd(acc0[i], ai, b0);
                         if W2 {
                             acc1[i] = $madd(acc1[i], ai, b1);
@@ -167,7 +211,12 @@ macro_rules! gemm_kernels {
                     }
                     if E1 {
                         let bv = _mm512_set1_ps(*bp.add(16));
-                        edge = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(a_rows, ap), bv, edge);
+                        let mut av = _mm512_maskz_loadu_ps(lo_rows, ap);
+                        if M > S {
+                            // Lane `i ≥ S` is row `i - S` of the second micro-panel.
+                            av = _mm512_mask_loadu_ps(av, hi_rows, hp.wrapping_sub(S));
+                        }
+                        edge = _mm512_fmadd_ps(av, bv, edge);
                     }
                 }
             };
@@ -297,7 +346,8 @@ macro_rules! gemm_kernels {
         /// One column of C, `nr` wide, over `c.len()` rows: the `⌈rows/MR⌉` A micro-panels in `a`
         /// (`kc·MR` floats each, consecutive) times the B micro-panel `b`, each tile stored as
         /// `clamp(alpha·A·B + beta·C + biases + residual)` with the biases, residual and clamp of
-        /// `tail`. A column at most 16 wide computes only the first half of each tile.
+        /// `tail`. A column at most 16 wide computes only the first half of each tile. The tiles
+        /// are 8 rows tall, or 12 over a B read in place (see [`tile_height`]).
         ///
         /// # Safety
         /// - The CPU supports AVX-512F.
@@ -325,19 +375,28 @@ macro_rules! gemm_kernels {
             let s = unsafe { store_setup(nr, alpha, beta, tail) };
             let wide = nr > 16;
             let e1 = $edge && nr == 17;
-            for (p, rows) in c.chunks_mut(MR).enumerate() {
-                let ap = a.wrapping_add(p * kc * MR);
-                // The next A micro-panel, prefetched by this tile.
-                let pf = ap.wrapping_add(kc * MR);
+            // Tiles of 12 rows over a B read in place (see `tile_height`).
+            let tall = ldb != 32 && kc >= TALL_MIN_K;
+            let mut r0 = 0;
+            while r0 < c.len() {
+                let h = tile_height(c.len() - r0, tall);
+                let rows = &mut c[r0..r0 + h];
+                // The tile's rows from A's micro-panel `p`, from its row `off` (0 or 4) on, and
+                // past it from the next one.
+                let (p, off) = (r0 / MR, r0 % MR);
+                let ap = a.wrapping_add(p * kc * MR + off);
+                let hi = a.wrapping_add((p + 1) * kc * MR);
+                // The micro-panel after the tile's last, prefetched by this tile.
+                let pf = a.wrapping_add(((r0 + h - 1) / MR + 1) * kc * MR);
                 let rb = if tail.row_bias.is_null() {
                     tail.row_bias
                 } else {
-                    tail.row_bias.wrapping_add(p * MR)
+                    tail.row_bias.wrapping_add(r0)
                 };
                 let res = if tail.residual.is_null() {
                     tail.residual
                 } else {
-                    tail.residual.wrapping_add(p * MR)
+                    tail.residual.wrapping_add(r0)
                 };
                 // The first tile of the column also prefetches the next column's B micro-panel.
                 // Whether it does is decided at run time, inside one instantiation of the tile per
@@ -345,29 +404,45 @@ macro_rules! gemm_kernels {
                 // case made the full 8-row tile a function of its own, called from both drivers:
                 // MatMul 1024³ inside the model took 0.968 [0.957, 0.988] of the time this way, 1
                 // thread, ten interleaved pairs; 2 threads 0.981).
-                let pfb = if p == 0 {
+                let pfb = if r0 == 0 {
                     tail.next_b
                 } else {
                     std::ptr::null()
                 };
                 let pfs = (pf, pfb);
+                let aps = (ap, hi);
+                // `S`: rows of the tile in its first micro-panel (all of them when `S ≥ M`).
                 macro_rules! go {
                     ($w:literal, $e:literal) => {
-                        match rows.len() {
-                            1 => $tile::<1, $w, true, $e>(kc, ap, b, ldb, rows, col, rb, res, &s, pfs),
-                            2 => $tile::<2, $w, true, $e>(kc, ap, b, ldb, rows, col, rb, res, &s, pfs),
-                            3 => $tile::<3, $w, true, $e>(kc, ap, b, ldb, rows, col, rb, res, &s, pfs),
-                            4 => $tile::<4, $w, true, $e>(kc, ap, b, ldb, rows, col, rb, res, &s, pfs),
-                            5 => $tile::<5, $w, true, $e>(kc, ap, b, ldb, rows, col, rb, res, &s, pfs),
-                            6 => $tile::<6, $w, true, $e>(kc, ap, b, ldb, rows, col, rb, res, &s, pfs),
-                            7 => $tile::<7, $w, true, $e>(kc, ap, b, ldb, rows, col, rb, res, &s, pfs),
-                            _ => $tile::<8, $w, true, $e>(kc, ap, b, ldb, rows, col, rb, res, &s, pfs),
+                        match (h, off) {
+                            (1, _) => $tile::<1, 8, $w, true, $e>(kc, aps, b, ldb, rows, col, rb, res, &s, pfs),
+                            (2, _) => $tile::<2, 8, $w, true, $e>(kc, aps, b, ldb, rows, col, rb, res, &s, pfs),
+                            (3, _) => $tile::<3, 8, $w, true, $e>(kc, aps, b, ldb, rows, col, rb, res, &s, pfs),
+                            (4, _) => $tile::<4, 8, $w, true, $e>(kc, aps, b, ldb, rows, col, rb, res, &s, pfs),
+                            (5, 0) => $tile::<5, 8, $w, true, $e>(kc, aps, b, ldb, rows, col, rb, res, &s, pfs),
+                            (5, _) => $tile::<5, 4, $w, true, $e>(kc, aps, b, ldb, rows, col, rb, res, &s, pfs),
+                            (6, 0) => $tile::<6, 8, $w, true, $e>(kc, aps, b, ldb, rows, col, rb, res, &s, pfs),
+                            (6, _) => $tile::<6, 4, $w, true, $e>(kc, aps, b, ldb, rows, col, rb, res, &s, pfs),
+                            (7, 0) => $tile::<7, 8, $w, true, $e>(kc, aps, b, ldb, rows, col, rb, res, &s, pfs),
+                            (7, _) => $tile::<7, 4, $w, true, $e>(kc, aps, b, ldb, rows, col, rb, res, &s, pfs),
+                            (8, 0) => $tile::<8, 8, $w, true, $e>(kc, aps, b, ldb, rows, col, rb, res, &s, pfs),
+                            (8, _) => $tile::<8, 4, $w, true, $e>(kc, aps, b, ldb, rows, col, rb, res, &s, pfs),
+                            (9, 0) => $tile::<9, 8, $w, true, $e>(kc, aps, b, ldb, rows, col, rb, res, &s, pfs),
+                            (9, _) => $tile::<9, 4, $w, true, $e>(kc, aps, b, ldb, rows, col, rb, res, &s, pfs),
+                            (10, 0) => $tile::<10, 8, $w, true, $e>(kc, aps, b, ldb, rows, col, rb, res, &s, pfs),
+                            (10, _) => $tile::<10, 4, $w, true, $e>(kc, aps, b, ldb, rows, col, rb, res, &s, pfs),
+                            (11, 0) => $tile::<11, 8, $w, true, $e>(kc, aps, b, ldb, rows, col, rb, res, &s, pfs),
+                            (11, _) => $tile::<11, 4, $w, true, $e>(kc, aps, b, ldb, rows, col, rb, res, &s, pfs),
+                            (12, 0) => $tile::<12, 8, $w, true, $e>(kc, aps, b, ldb, rows, col, rb, res, &s, pfs),
+                            _ => $tile::<12, 4, $w, true, $e>(kc, aps, b, ldb, rows, col, rb, res, &s, pfs),
                         }
                     };
                 }
-                // SAFETY: panel `p` of `a` and rows `MR·p ..` of `c`, of the row bias and of the
-                // residual are in range (contract); `rows.len()` is the tile height, and the narrow
-                // tile is used only when `nr ≤ 16`, or with its fused edge column when `nr = 17`.
+                // SAFETY: rows `r0 .. r0 + h` of `c`, of the row bias and of the residual are in
+                // range, and so are A's micro-panels that hold them (`p`, and `p + 1` when the
+                // tile reaches past `p`: `S = MR - off < h`) (contract); `h` is the tile height,
+                // and the narrow tile is used only when `nr ≤ 16`, or with its fused edge
+                // column when `nr = 17`.
                 unsafe {
                     if e1 {
                         go!(false, true)
@@ -377,6 +452,7 @@ macro_rules! gemm_kernels {
                         go!(false, false)
                     }
                 }
+                r0 += h;
             }
         }
 
@@ -430,14 +506,14 @@ macro_rules! gemm_kernels {
                 // bias and of the residual rows are in range (contract); `c.len()` is the tile height.
                 unsafe {
                     match c.len() {
-                        1 => $tile::<1, true, false, false>(kc, a, bq, ldb, c, cq, rb, res, &s, pfs),
-                        2 => $tile::<2, true, false, false>(kc, a, bq, ldb, c, cq, rb, res, &s, pfs),
-                        3 => $tile::<3, true, false, false>(kc, a, bq, ldb, c, cq, rb, res, &s, pfs),
-                        4 => $tile::<4, true, false, false>(kc, a, bq, ldb, c, cq, rb, res, &s, pfs),
-                        5 => $tile::<5, true, false, false>(kc, a, bq, ldb, c, cq, rb, res, &s, pfs),
-                        6 => $tile::<6, true, false, false>(kc, a, bq, ldb, c, cq, rb, res, &s, pfs),
-                        7 => $tile::<7, true, false, false>(kc, a, bq, ldb, c, cq, rb, res, &s, pfs),
-                        _ => $tile::<8, true, false, false>(kc, a, bq, ldb, c, cq, rb, res, &s, pfs),
+                        1 => $tile::<1, 8, true, false, false>(kc, (a, a), bq, ldb, c, cq, rb, res, &s, pfs),
+                        2 => $tile::<2, 8, true, false, false>(kc, (a, a), bq, ldb, c, cq, rb, res, &s, pfs),
+                        3 => $tile::<3, 8, true, false, false>(kc, (a, a), bq, ldb, c, cq, rb, res, &s, pfs),
+                        4 => $tile::<4, 8, true, false, false>(kc, (a, a), bq, ldb, c, cq, rb, res, &s, pfs),
+                        5 => $tile::<5, 8, true, false, false>(kc, (a, a), bq, ldb, c, cq, rb, res, &s, pfs),
+                        6 => $tile::<6, 8, true, false, false>(kc, (a, a), bq, ldb, c, cq, rb, res, &s, pfs),
+                        7 => $tile::<7, 8, true, false, false>(kc, (a, a), bq, ldb, c, cq, rb, res, &s, pfs),
+                        _ => $tile::<8, 8, true, false, false>(kc, (a, a), bq, ldb, c, cq, rb, res, &s, pfs),
                     }
                 }
             }
@@ -664,4 +740,45 @@ pub(super) unsafe fn fma_chains(iters: usize, a: f32, b: f32) -> f32 {
         .iter()
         .fold(_mm512_setzero_ps(), |s, &x| _mm512_add_ps(s, x));
     _mm512_reduce_add_ps(sum)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tile_height;
+
+    /// The tile heights down a column of `rows` rows.
+    fn plan(rows: usize, tall: bool) -> Vec<usize> {
+        let mut heights = Vec::new();
+        let mut r0 = 0;
+        while r0 < rows {
+            let h = tile_height(rows - r0, tall);
+            heights.push(h);
+            r0 += h;
+        }
+        heights
+    }
+
+    #[test]
+    fn tall_columns_split_into_twelves_and_eights() {
+        assert_eq!(plan(64, true), [12, 12, 12, 12, 8, 8]);
+        assert_eq!(plan(16, true), [8, 8]);
+        assert_eq!(plan(20, true), [12, 8]);
+        assert_eq!(plan(128, true), [vec![12; 10], vec![8]].concat());
+        assert_eq!(plan(10, true), [10]);
+        assert_eq!(plan(14, true), [8, 6]);
+        assert_eq!(plan(64, false), [8; 8]);
+        assert_eq!(plan(13, false), [8, 5]);
+        for rows in 1..200 {
+            let heights = plan(rows, true);
+            assert_eq!(heights.iter().sum::<usize>(), rows);
+            let (last, full) = heights.split_last().unwrap();
+            // Every tile but the last is 8 or 12 rows, so each starts at row 0 or 4 of a
+            // micro-panel, and a column of more than 4 rows never ends on a 4-row tile.
+            assert!(
+                full.iter().all(|&h| h == 8 || h == 12),
+                "{rows}: {heights:?}"
+            );
+            assert!(*last <= 12 && (rows <= 4 || rows % 4 != 0 || *last > 4));
+        }
+    }
 }
