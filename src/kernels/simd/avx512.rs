@@ -120,7 +120,15 @@ unsafe fn store_setup(nr: usize, alpha: f32, beta: f32, tail: &RawTail) -> Store
 /// a 32-bit slot of two bfloat16 values of consecutive k, and `kc` counts slots). One
 /// definition for both, since a kernel's instructions need its own `#[target_feature]`.
 macro_rules! gemm_kernels {
-    ($tile:ident, $column:ident, $row:ident, $features:literal, $madd:ident, $edge:literal) => {
+    (
+        $tile:ident,
+        $column:ident,
+        $row:ident,
+        $features:literal,
+        $madd:ident,
+        $edge:literal,
+        $in_place:tt
+    ) => {
         /// One `M×32` tile (`M×16` when `W2` is false: a column at most 16 wide, whose second half
         /// is neither computed nor stored; `M×17` when `E1` is also true, column 16 computed
         /// its `M` rows to one masked 16-lane FMA per k and stored by [`store_edge`]): accumulates over `kc`, then stores
@@ -223,47 +231,69 @@ macro_rules! gemm_kernels {
             // Two steps per iteration and one prefetch of the next A micro-panel, the 64-byte line
             // its same two steps read: inside a model the weights come from memory, and their
             // stream restarted at every micro-panel (ResNet-50's 512→2048 1×1 layer with data out of
-            // cache: 73 → 95 GFLOP/s).
-            for k in (0..kc & !1).step_by(2) {
+            // cache: 73 → 95 GFLOP/s). A one-row tile (a matrix times a vector) over a packed B
+            // also fetches B's four lines of these two steps `super::VECTOR_AHEAD` floats ahead:
+            // one stream through all of B.
+            let fetch_a = |k: usize| {
                 _mm_prefetch::<_MM_HINT_T0>(pf.wrapping_add(k * MR) as *const i8);
                 if M == 1 && ldb == 32 {
-                    // A one-row tile (a matrix times a vector) over a packed B: one stream through all
-                    // of B, its four lines of these two steps fetched `super::VECTOR_AHEAD` floats
-                    // ahead.
                     let q = b.wrapping_add(k * 32 + super::VECTOR_AHEAD);
                     for t in 0..4 {
                         _mm_prefetch::<_MM_HINT_T0>(q.wrapping_add(16 * t) as *const i8);
                     }
                 }
-                if PB && ldb != 32 && k + B_AHEAD + 1 < kc {
-                    // A B read in place: its rows, far apart, fall in few of L1's sets (at 56²
-                    // in 32 of its 64), so the micro-panel the column's tiles share does not
-                    // stay in L1 between them, and each tile fetched it again at L2's latency.
-                    // Every tile fetches its rows `B_AHEAD` steps ahead (`kernel_bench`,
-                    // 1 thread, 8-row tiles: ResNet-50's 256→128 at 56² 96 → 109–111 GFLOP/s,
-                    // 512→128 at 28² 104 → 111–112, 1024→256 at 14² unchanged).
-                    for q in [
-                        b.wrapping_add((k + B_AHEAD) * ldb),
-                        b.wrapping_add((k + 1 + B_AHEAD) * ldb),
-                    ] {
-                        _mm_prefetch::<_MM_HINT_T0>(q as *const i8);
-                        _mm_prefetch::<_MM_HINT_T0>(q.wrapping_add(16) as *const i8);
-                    }
-                }
-                if PB && !pfb.is_null() {
-                    for q in [pfb.wrapping_add(k * ldb), pfb.wrapping_add((k + 1) * ldb)] {
-                        // A packed micro-panel (`ldb = 32`, see `TileTail::next_b`) into L2.
-                        if ldb == 32 {
-                            _mm_prefetch::<_MM_HINT_T1>(q as *const i8);
-                            _mm_prefetch::<_MM_HINT_T1>(q.wrapping_add(16) as *const i8);
-                        } else {
+            };
+            // The loop in three versions, each with only the prefetches its case needs: tests
+            // of the others inside the loop cost 3–9% on sgemm 256³ and 512³ (`kernel_bench`,
+            // 1 thread, three interleaved pairs, against a loop with no B prefetch at all).
+            let pairs = kc & !1;
+            if $in_place && PB && ldb != 32 {
+                for k in (0..pairs).step_by(2) {
+                    fetch_a(k);
+                    if k + B_AHEAD + 1 < kc {
+                        // A B read in place: its rows, far apart, fall in few of L1's sets (at
+                        // 56² in 32 of its 64), so the micro-panel the column's tiles share does
+                        // not stay in L1 between them, and each tile fetched it again at L2's
+                        // latency. Every tile fetches its rows `B_AHEAD` steps ahead
+                        // (`kernel_bench`, 1 thread, 8-row tiles: ResNet-50's 256→128 at 56² 96
+                        // → 109–111 GFLOP/s, 512→128 at 28² 104 → 111–112, 1024→256 at 14²
+                        // unchanged).
+                        for q in [
+                            b.wrapping_add((k + B_AHEAD) * ldb),
+                            b.wrapping_add((k + 1 + B_AHEAD) * ldb),
+                        ] {
                             _mm_prefetch::<_MM_HINT_T0>(q as *const i8);
                             _mm_prefetch::<_MM_HINT_T0>(q.wrapping_add(16) as *const i8);
                         }
                     }
+                    if !pfb.is_null() {
+                        // The next column's micro-panel into L1 (see `TileTail::next_b`).
+                        for q in [pfb.wrapping_add(k * ldb), pfb.wrapping_add((k + 1) * ldb)] {
+                            _mm_prefetch::<_MM_HINT_T0>(q as *const i8);
+                            _mm_prefetch::<_MM_HINT_T0>(q.wrapping_add(16) as *const i8);
+                        }
+                    }
+                    step(k);
+                    step(k + 1);
                 }
-                step(k);
-                step(k + 1);
+            } else if PB && !pfb.is_null() {
+                // The next column's packed micro-panel (`ldb = 32`) into L2: its four lines of
+                // these two steps.
+                for k in (0..pairs).step_by(2) {
+                    fetch_a(k);
+                    let q = pfb.wrapping_add(k * 32);
+                    for t in 0..4 {
+                        _mm_prefetch::<_MM_HINT_T1>(q.wrapping_add(16 * t) as *const i8);
+                    }
+                    step(k);
+                    step(k + 1);
+                }
+            } else {
+                for k in (0..pairs).step_by(2) {
+                    fetch_a(k);
+                    step(k);
+                    step(k + 1);
+                }
             }
             if kc % 2 == 1 {
                 step(kc - 1);
@@ -376,7 +406,7 @@ macro_rules! gemm_kernels {
             let wide = nr > 16;
             let e1 = $edge && nr == 17;
             // Tiles of 12 rows over a B read in place (see `tile_height`).
-            let tall = ldb != 32 && kc >= TALL_MIN_K;
+            let tall = $in_place && ldb != 32 && kc >= TALL_MIN_K;
             let mut r0 = 0;
             while r0 < c.len() {
                 let h = tile_height(c.len() - r0, tall);
@@ -412,8 +442,10 @@ macro_rules! gemm_kernels {
                 let pfs = (pf, pfb);
                 let aps = (ap, hi);
                 // `S`: rows of the tile in its first micro-panel (all of them when `S ≥ M`).
+                // Kernels that never read B in place take only the 8-row tiles' heights, from
+                // row 0 of a micro-panel.
                 macro_rules! go {
-                    ($w:literal, $e:literal) => {
+                    (true, $w:literal, $e:literal) => {
                         match (h, off) {
                             (1, _) => $tile::<1, 8, $w, true, $e>(kc, aps, b, ldb, rows, col, rb, res, &s, pfs),
                             (2, _) => $tile::<2, 8, $w, true, $e>(kc, aps, b, ldb, rows, col, rb, res, &s, pfs),
@@ -437,6 +469,18 @@ macro_rules! gemm_kernels {
                             _ => $tile::<12, 4, $w, true, $e>(kc, aps, b, ldb, rows, col, rb, res, &s, pfs),
                         }
                     };
+                    (false, $w:literal, $e:literal) => {
+                        match h {
+                            1 => $tile::<1, 8, $w, true, $e>(kc, aps, b, ldb, rows, col, rb, res, &s, pfs),
+                            2 => $tile::<2, 8, $w, true, $e>(kc, aps, b, ldb, rows, col, rb, res, &s, pfs),
+                            3 => $tile::<3, 8, $w, true, $e>(kc, aps, b, ldb, rows, col, rb, res, &s, pfs),
+                            4 => $tile::<4, 8, $w, true, $e>(kc, aps, b, ldb, rows, col, rb, res, &s, pfs),
+                            5 => $tile::<5, 8, $w, true, $e>(kc, aps, b, ldb, rows, col, rb, res, &s, pfs),
+                            6 => $tile::<6, 8, $w, true, $e>(kc, aps, b, ldb, rows, col, rb, res, &s, pfs),
+                            7 => $tile::<7, 8, $w, true, $e>(kc, aps, b, ldb, rows, col, rb, res, &s, pfs),
+                            _ => $tile::<8, 8, $w, true, $e>(kc, aps, b, ldb, rows, col, rb, res, &s, pfs),
+                        }
+                    };
                 }
                 // SAFETY: rows `r0 .. r0 + h` of `c`, of the row bias and of the residual are in
                 // range, and so are A's micro-panels that hold them (`p`, and `p + 1` when the
@@ -445,11 +489,11 @@ macro_rules! gemm_kernels {
                 // column when `nr = 17`.
                 unsafe {
                     if e1 {
-                        go!(false, true)
+                        go!($in_place, false, true)
                     } else if wide {
-                        go!(true, false)
+                        go!($in_place, true, false)
                     } else {
-                        go!(false, false)
+                        go!($in_place, false, false)
                     }
                 }
                 r0 += h;
@@ -521,13 +565,22 @@ macro_rules! gemm_kernels {
     };
 }
 
-gemm_kernels!(tile, kernel_column, kernel_row, "avx512f", fma_f32, true);
+gemm_kernels!(
+    tile,
+    kernel_column,
+    kernel_row,
+    "avx512f",
+    fma_f32,
+    true,
+    true
+);
 gemm_kernels!(
     tile_bf16,
     kernel_column_bf16,
     kernel_row_bf16,
     "avx512f,avx512bf16",
     dot_bf16,
+    false,
     false
 );
 
