@@ -6,9 +6,10 @@
 //! them to cover the FMA latency on every unit, for a few milliseconds at a time.
 #![forbid(unsafe_code)]
 
-use super::cpu::Isa;
+use super::cpu::{self, Isa};
 use super::simd;
 use std::hint::black_box;
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 /// FMA steps per timed burst: about 2 ms for AVX-512 (16 FMAs a step, two a cycle at 4 GHz).
@@ -33,6 +34,40 @@ pub fn fma_peak_gflops(isa: Isa, rounds: usize) -> Option<f64> {
         best = best.max(flops / secs.max(1e-9) / 1e9);
     }
     Some(best)
+}
+
+/// Whether the kernels run AVX-512 on a core whose 512-bit FMAs have about twice the lane
+/// throughput of its 256-bit ones (two full-width FMA pipes: most AVX-512 Xeons, Zen 5), rather
+/// than the same (Zen 4, which splits a 512-bit FMA into halves; parts with one 512-bit
+/// unit). On such a core the GEMMs of a few small tiles are bound by how fast their operands
+/// arrive rather than by the multiplications (see `winograd::output_tile`). Measured once per
+/// process, in about 2 ms: the fastest of four interleaved short bursts of each width, their
+/// ratio (the clock cancels) above 1.5. `false` where the kernels are not AVX-512.
+pub fn wide_fma() -> bool {
+    static WIDE: OnceLock<bool> = OnceLock::new();
+    *WIDE.get_or_init(|| {
+        if cpu::isa() != Isa::Avx512 || !cpu::supported(Isa::Avx2Fma) {
+            return false;
+        }
+        // FMA lanes a second of one burst of `isa` (an eighth of a peak burst).
+        let rate = |isa: Isa| {
+            let t = Instant::now();
+            let (sum, flops) = black_box(simd::fma_chains(
+                isa,
+                BURST / 8,
+                black_box(1.0),
+                black_box(2f32.powi(-10)),
+            ))?;
+            black_box(sum);
+            Some(flops / t.elapsed().as_secs_f64().max(1e-9))
+        };
+        let (mut wide, mut narrow) = (0.0f64, 0.0f64);
+        for _ in 0..4 {
+            wide = wide.max(rate(Isa::Avx512).unwrap_or(0.0));
+            narrow = narrow.max(rate(Isa::Avx2Fma).unwrap_or(0.0));
+        }
+        wide > 1.5 * narrow
+    })
 }
 
 #[cfg(test)]

@@ -27,7 +27,7 @@ use super::aligned::AlignedVec;
 use super::conv::Conv2dParams;
 use super::cpu::Isa;
 use super::gemm::{self, Epilogue, MatRef, PackedB};
-use super::{scratch, simd};
+use super::{peak, scratch, simd};
 use transforms::{Variant, F2, F4};
 
 /// Channels transformed together (lanes of the transform loops).
@@ -59,8 +59,15 @@ pub fn suits(p: &Conv2dParams) -> bool {
 /// - Otherwise F(2×2, 3×3), for at most 512×512 channel pairs (16/9 of the memory) and at
 ///   least [`MIN_CHANNELS_F2`] channels: the wide layers on small images, where the 4×4 tiles
 ///   are too few and fit the image worst (ResNet-50's 512 channels at 7×7: 2×2 tiles of 4×4,
-///   or 4×4 tiles of 2×2).
+///   or 4×4 tiles of 2×2). On a core with two full-width 512-bit FMA pipes
+///   ([`peak::wide_fma`]) only over at least [`MIN_TILES_F2_WIDE`] tiles.
 pub fn output_tile(p: &Conv2dParams) -> Option<usize> {
+    output_tile_on(p, peak::wide_fma)
+}
+
+/// [`output_tile`] with `wide_fma` telling whether the core has two full-width 512-bit FMA
+/// pipes (asked only where F(2×2, 3×3) would be taken).
+fn output_tile_on(p: &Conv2dParams, wide_fma: impl Fn() -> bool) -> Option<usize> {
     let tiles = |r: usize| {
         p.batch
             .saturating_mul(p.out_h().div_ceil(r))
@@ -74,6 +81,7 @@ pub fn output_tile(p: &Conv2dParams) -> Option<usize> {
     } else if pairs <= MAX_CHANNEL_PAIRS_F2
         && p.in_channels.min(p.out_channels) >= MIN_CHANNELS_F2
         && tiles(2) >= MIN_TILES
+        && (tiles(2) >= MIN_TILES_F2_WIDE || !wide_fma())
     {
         Some(2)
     } else {
@@ -99,6 +107,19 @@ fn plain_3x3(p: &Conv2dParams) -> bool {
 /// at 14×14 have 16. Per-node medians, implicit im2col GEMM → Winograd, ms per layer: Zen 4
 /// 2.36 → 1.50 (1 thread), 1.33 → 0.91 (2); a 16-core Xeon 3.5 → 2.0 (1), 0.58 → 0.32 (16).
 const MIN_TILES: usize = 16;
+
+/// Fewest output tiles F(2×2, 3×3) takes on a core with two full-width 512-bit FMA pipes
+/// ([`peak::wide_fma`]). Its GEMMs multiply the transformed filters, 16/9 of the plain ones,
+/// by one row per tile: with few tiles each filter value serves few multiplications, and a
+/// core that multiplies twice as fast waits on the filters instead. On the Intel Xeon (two
+/// vCPUs, AVX-512 at 1.8× AVX2's lane rate), ResNet-50's two 512-channel 3×3 layers at 7²
+/// (16 tiles) took 3.44 / 3.16 ms with F(2×2, 3×3) and 2.50 / 2.48 with the implicit im2col
+/// GEMM (`perlayer.py`, 1 thread, medians of three alternations; ONNX Runtime 2.3 / 2.3),
+/// where Zen 4 had measured F(2×2, 3×3) faster (see [`MIN_CHANNELS_F2`]). The 256-channel
+/// layers at 14², F(4×4, 3×3) over 16 tiles, measured the same either way on the Xeon and
+/// keep Winograd. 64 tiles (a batch of four at 7²) is not measured: it is where each filter
+/// value serves four times the multiplications.
+const MIN_TILES_F2_WIDE: usize = 64;
 
 /// Fewest `in_c · out_c` either variant takes. `kernel_bench` (`KB_COLD=4`, GFLOP/s of the
 /// direct flops, F(4×4, 3×3) → implicit im2col GEMM, 1 / 2 threads): YOLOv8's 16→16 at 80²

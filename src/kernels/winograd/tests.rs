@@ -198,7 +198,7 @@ fn suits_only_plain_3x3() {
         out_channels: 512,
         ..base
     };
-    assert_eq!(output_tile(&wide), Some(2));
+    assert_eq!(output_tile_on(&wide, || false), Some(2));
     assert!(!suits(&Conv2dParams {
         in_channels: 1024,
         ..wide
@@ -206,12 +206,22 @@ fn suits_only_plain_3x3() {
     // ResNet-50's 512 channels at 7×7: 4 tiles of 4×4 are too few, 16 of 2×2 are enough;
     // 32 channels are too few for F(2×2, 3×3); one 5×5 image has 9 tiles of 2×2.
     let resnet = params(1, 512, 7, 7, 512, [1, 1, 1, 1]);
-    assert_eq!(output_tile(&resnet), Some(2));
+    assert_eq!(output_tile_on(&resnet, || false), Some(2));
+    // With two full-width 512-bit FMA pipes, 16 tiles are too few for F(2×2, 3×3); a batch of
+    // four has enough. F(4×4, 3×3) does not ask.
+    assert_eq!(output_tile_on(&resnet, || true), None);
+    let batch4 = Conv2dParams { batch: 4, ..resnet };
+    assert_eq!(output_tile_on(&batch4, || true), Some(2));
+    assert_eq!(output_tile_on(&base, || panic!("asked")), Some(4));
+    assert_eq!(output_tile(&resnet).is_some(), !peak::wide_fma());
     assert_eq!(
-        output_tile(&Conv2dParams {
-            in_channels: 64,
-            ..resnet
-        }),
+        output_tile_on(
+            &Conv2dParams {
+                in_channels: 64,
+                ..resnet
+            },
+            || false
+        ),
         Some(2)
     );
     assert_eq!(
