@@ -19,21 +19,31 @@ const BURST: usize = 1 << 20;
 /// `rounds` bursts of about 2 ms after a warm-up of about 50 ms (so that the core reaches the clock it keeps
 /// under load). `None` when `isa` has no FMA registers (portable) or the CPU lacks it.
 pub fn fma_peak_gflops(isa: Isa, rounds: usize) -> Option<f64> {
-    let burst = || simd::fma_chains(isa, BURST, black_box(1.0), black_box(2f32.powi(-10)));
-    burst()?;
+    burst_rate(isa, BURST)?;
     let warm = Instant::now();
     while warm.elapsed() < Duration::from_millis(50) {
-        black_box(burst());
+        black_box(burst_rate(isa, BURST));
     }
     let mut best = 0.0f64;
     for _ in 0..rounds.max(1) {
-        let t = Instant::now();
-        let (sum, flops) = black_box(burst())?;
-        let secs = t.elapsed().as_secs_f64();
-        black_box(sum);
-        best = best.max(flops / secs.max(1e-9) / 1e9);
+        best = best.max(burst_rate(isa, BURST)? / 1e9);
     }
     Some(best)
+}
+
+/// The flops a second of one burst of `steps` steps of [`simd::fma_chains`] on `isa`; `None`
+/// where it has none.
+fn burst_rate(isa: Isa, steps: usize) -> Option<f64> {
+    let t = Instant::now();
+    let (sum, flops) = black_box(simd::fma_chains(
+        isa,
+        steps,
+        black_box(1.0),
+        black_box(2f32.powi(-10)),
+    ))?;
+    let secs = t.elapsed().as_secs_f64();
+    black_box(sum);
+    Some(flops / secs.max(1e-9))
 }
 
 /// Whether the kernels run AVX-512 on a core whose 512-bit FMAs have about twice the lane
@@ -49,18 +59,8 @@ pub fn wide_fma() -> bool {
         if cpu::isa() != Isa::Avx512 || !cpu::supported(Isa::Avx2Fma) {
             return false;
         }
-        // FMA lanes a second of one burst of `isa` (an eighth of a peak burst).
-        let rate = |isa: Isa| {
-            let t = Instant::now();
-            let (sum, flops) = black_box(simd::fma_chains(
-                isa,
-                BURST / 8,
-                black_box(1.0),
-                black_box(2f32.powi(-10)),
-            ))?;
-            black_box(sum);
-            Some(flops / t.elapsed().as_secs_f64().max(1e-9))
-        };
+        // Bursts of an eighth of a peak burst.
+        let rate = |isa: Isa| burst_rate(isa, BURST / 8);
         let (mut wide, mut narrow) = (0.0f64, 0.0f64);
         for _ in 0..4 {
             wide = wide.max(rate(Isa::Avx512).unwrap_or(0.0));
