@@ -26,16 +26,26 @@ use std::sync::Mutex;
 
 static MEASURING: AtomicBool = AtomicBool::new(false);
 static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
+/// The measurement in progress, numbered from 1 ([`MeasuredThread::new`] starts the next).
+static MEASUREMENT: AtomicUsize = AtomicUsize::new(0);
 
 thread_local! {
-    /// Whether this thread's allocations count: the test thread and the pool's workers.
-    static MEASURED: Cell<bool> = const { Cell::new(false) };
+    /// The measurement whose allocations this thread's count for (0: none): the test thread
+    /// and its pool's workers.
+    static MEASURED: Cell<usize> = const { Cell::new(0) };
 }
 
-/// Counts an allocation of a measured thread while measuring is on.
+/// Counts an allocation of a thread of the measurement in progress while measuring is on.
+///
+/// A thread of an earlier measurement does not count: a dropped rayon pool's workers exit
+/// on their own time, and one exiting (freeing and allocating its thread's state) during the
+/// next test's measurement had been counted into it.
 fn note_allocation() {
-    if MEASURING.load(Ordering::Relaxed) && MEASURED.with(Cell::get) {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+    if MEASURING.load(Ordering::Relaxed) {
+        let mine = MEASURED.with(Cell::get);
+        if mine != 0 && mine == MEASUREMENT.load(Ordering::Relaxed) {
+            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        }
     }
 }
 
@@ -50,18 +60,27 @@ static SERIAL: Mutex<()> = Mutex::new(());
 /// Marks this thread measured until dropped. The harness runs tests on a few threads, and one
 /// left marked by an earlier test would count what it allocates for another test (building
 /// its model text before taking [`SERIAL`]) into the measurement in progress.
-struct MeasuredThread;
+/// Creating one starts a new measurement; [`MeasuredThread::id`] marks its pool's workers.
+struct MeasuredThread {
+    id: usize,
+}
 
 impl MeasuredThread {
     fn new() -> Self {
-        MEASURED.with(|m| m.set(true));
-        MeasuredThread
+        let id = MEASUREMENT.fetch_add(1, Ordering::SeqCst) + 1;
+        MEASURED.with(|m| m.set(id));
+        MeasuredThread { id }
+    }
+
+    /// The measurement this thread's allocations count for.
+    fn id(&self) -> usize {
+        self.id
     }
 }
 
 impl Drop for MeasuredThread {
     fn drop(&mut self) {
-        MEASURED.with(|m| m.set(false));
+        MEASURED.with(|m| m.set(0));
     }
 }
 
@@ -268,10 +287,11 @@ fn run_once(
 /// all in `scratch::take`), and after ten clean runs in about one in thirteen.
 fn assert_steady_state_allocates_nothing(what: &str, text: &str, shape: &[usize], threads: usize) {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    let _measured = MeasuredThread::new();
+    let measured_thread = MeasuredThread::new();
+    let id = measured_thread.id();
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
-        .start_handler(|_| MEASURED.with(|m| m.set(true)))
+        .start_handler(move |_| MEASURED.with(|m| m.set(id)))
         .build()
         .expect("pool");
     let exe =
@@ -385,5 +405,37 @@ fn the_counter_counts() {
     let v: Vec<u64> = std::hint::black_box(vec![1, 2, 3]);
     MEASURING.store(false, Ordering::SeqCst);
     drop(v);
+    assert_eq!(ALLOCATIONS.load(Ordering::SeqCst), 1);
+}
+
+/// A thread still marked by an earlier measurement (a dropped pool's worker on its way out)
+/// does not count into the current one; the current thread does.
+#[test]
+fn an_earlier_measurements_thread_does_not_count() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let earlier = MeasuredThread::new().id();
+    let measured = MeasuredThread::new();
+    assert_ne!(earlier, measured.id());
+    // Spinning on atomics: a channel would allocate on the measured thread.
+    static ALLOCATED: AtomicBool = AtomicBool::new(false);
+    ALLOCATED.store(false, Ordering::SeqCst);
+    let stale = std::thread::spawn(move || {
+        MEASURED.with(|m| m.set(earlier));
+        while !MEASURING.load(Ordering::SeqCst) {
+            std::hint::spin_loop();
+        }
+        let v: Vec<u64> = std::hint::black_box(vec![4, 5, 6]);
+        drop(v);
+        ALLOCATED.store(true, Ordering::SeqCst);
+    });
+    ALLOCATIONS.store(0, Ordering::SeqCst);
+    MEASURING.store(true, Ordering::SeqCst);
+    while !ALLOCATED.load(Ordering::SeqCst) {
+        std::hint::spin_loop();
+    }
+    let mine: Vec<u64> = std::hint::black_box(vec![7, 8, 9]);
+    MEASURING.store(false, Ordering::SeqCst);
+    drop(mine);
+    stale.join().expect("the stale thread");
     assert_eq!(ALLOCATIONS.load(Ordering::SeqCst), 1);
 }
