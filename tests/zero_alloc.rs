@@ -57,10 +57,10 @@ static GLOBAL: Counting = Counting {
 /// One measurement at a time (the counters are global).
 static SERIAL: Mutex<()> = Mutex::new(());
 
-/// Marks this thread measured until dropped. The harness runs tests on a few threads, and one
-/// left marked by an earlier test would count what it allocates for another test (building
-/// its model text before taking [`SERIAL`]) into the measurement in progress.
-/// Creating one starts a new measurement; [`MeasuredThread::id`] marks its pool's workers.
+/// Starts a new measurement and marks this thread as one of it until dropped;
+/// [`MeasuredThread::id`] marks the pool's workers. The harness runs tests on a few threads,
+/// and one left marked by an earlier test would count what it allocates for another test
+/// (building its model text before taking [`SERIAL`]) into the measurement in progress.
 struct MeasuredThread {
     id: usize,
 }
