@@ -9,6 +9,8 @@
 //! expansion and depthwise layers), banded and apart;
 //! `KB_GEMM="m,k,n;..."` adds fully connected layers (B prepacked, `Gemm` with `transB`; on
 //! AVX-512 with AVX512_BF16 also as bfloat16 pairs, the cases named `bf16`);
+//! `KB_NCHWC="ic,hw,oc,s;..."` or `"ic,hw,oc,k,s,pad;..."` adds convolutions on
+//! channel-blocked tensors;
 //! `KB_POOL="c,hw,k,s,pad;..."` adds max poolings (the process's ISA; a "flop" is a window tap);
 //! `KB_COLD=n` cycles each through `n` copies of its data (outer caches, as inside a model);
 //! `KB_WALL=1` times in wall-clock time instead (which counts a worker's idle waits);
@@ -19,6 +21,7 @@ use std::time::Instant;
 use onnxifi_rust::kernels::conv::{Conv2d, Conv2dParams, PointwiseDepthwise};
 use onnxifi_rust::kernels::cpu::{self, Isa};
 use onnxifi_rust::kernels::gemm::{self, Epilogue, MatRef};
+use onnxifi_rust::kernels::nchwc::{BlockedConv, Window};
 use onnxifi_rust::kernels::pool::{self, Pool2dParams};
 use onnxifi_rust::kernels::reference::Rng;
 use onnxifi_rust::kernels::Activation;
@@ -161,6 +164,23 @@ fn main() {
                 );
                 cases.push(conv_case(name, isa, p, threads, &mut rng));
             }
+        }
+    }
+    for v in specs("KB_NCHWC") {
+        let (ic, hw, oc, k, s, pad) = match v[..] {
+            [ic, hw, oc, s] => (ic, hw, oc, 1, s, 0),
+            [ic, hw, oc, k, s, pad] => (ic, hw, oc, k, s, pad),
+            _ => continue,
+        };
+        let win = Window {
+            kernel: (k, k),
+            stride: (s, s),
+            pads: [pad; 4],
+            dilation: (1, 1),
+        };
+        for &threads in &thread_counts {
+            let name = format!("nchwc {ic}->{oc} {hw}² {k}x{k}/{s} t{threads}");
+            cases.push(blocked_case(name, (ic, hw, oc), win, threads, &mut rng));
         }
     }
     for v in specs("KB_GEMM") {
@@ -312,6 +332,42 @@ fn conv_case(name: String, isa: Isa, p: Conv2dParams, threads: usize, rng: &mut 
         run: Box::new(move || {
             let (conv, x, out) = &mut layers[next];
             conv.run(x, out, Activation::Relu);
+            next = (next + 1) % copies;
+        }),
+        pool: pool(threads),
+        samples: Vec::new(),
+    }
+}
+
+/// A convolution on channel-blocked tensors (`kernels::nchwc`, the process's ISA): `ic`
+/// channels of `hw`² to `oc` over `win`, with a bias and Relu; `KB_COLD` as for
+/// [`conv_case`].
+fn blocked_case(
+    name: String,
+    (ic, hw, oc): (usize, usize, usize),
+    win: Window,
+    threads: usize,
+    rng: &mut Rng,
+) -> Case {
+    let copies = cold_copies();
+    let taps = win.kernel.0 * win.kernel.1;
+    let mut layers: Vec<_> = (0..copies)
+        .map(|_| {
+            let w = rng.vec(ic * oc * taps);
+            let conv = BlockedConv::new(ic, oc, win, &w, Some(&rng.vec(oc))).unwrap();
+            let (oh, ow) = conv.out_hw((hw, hw)).unwrap();
+            (conv, rng.vec(ic * hw * hw), vec![0.0f32; oc * oh * ow])
+        })
+        .collect();
+    let flops = 2.0 * (ic * taps * layers[0].2.len()) as f64;
+    let mut next = 0;
+    Case {
+        name,
+        flops,
+        run: Box::new(move || {
+            let (conv, x, out) = &mut layers[next];
+            conv.run(cpu::isa(), x, (1, hw, hw), None, out, Activation::Relu)
+                .unwrap();
             next = (next + 1) % copies;
         }),
         pool: pool(threads),

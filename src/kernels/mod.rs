@@ -46,6 +46,7 @@ mod depthwise;
 pub mod elementwise;
 pub mod gemm;
 pub mod layer_norm;
+pub mod nchwc;
 pub mod peak;
 pub mod pool;
 pub mod reference;

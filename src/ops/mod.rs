@@ -69,6 +69,7 @@ mod mean;
 mod min;
 mod modulo;
 mod mul;
+mod nchwc;
 mod neg;
 mod non_max_suppression;
 mod non_zero;
@@ -323,6 +324,7 @@ pub static REGISTRY: &[&OpDef] = &[
     &expand::DEF,
     &flatten::DEF,
     &floor::DEF,
+    &nchwc::FROM_DEF,
     &conv::FUSED_DEF,
     &gemm::FUSED_DEF,
     &mat_mul::FUSED_DEF,
@@ -367,6 +369,7 @@ pub static REGISTRY: &[&OpDef] = &[
     &math_unary::MISH,
     &modulo::DEF,
     &mul::DEF,
+    &nchwc::CONV_DEF,
     &neg::DEF,
     &non_max_suppression::DEF,
     &non_zero::DEF,
@@ -424,6 +427,7 @@ pub static REGISTRY: &[&OpDef] = &[
     &tanh::DEF,
     &math_unary::THRESHOLDED_RELU,
     &tile::DEF,
+    &nchwc::TO_DEF,
     &top_k::DEF,
     &transpose::DEF,
     &trilu::DEF,

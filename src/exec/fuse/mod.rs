@@ -21,10 +21,13 @@
 //!   `ConvDepthwise` (computed in bands of rows), which also takes the 1×1 convolution that
 //!   alone reads its output (a MobileNetV2 block's projection).
 //!
+//! - on AVX-512, chains of 1×1 convolutions run on the channel-blocked layout, with reorders
+//!   at their edges (`nchwc`).
+//!
 //! Modules: `half` (the half-precision weights), `affine` (the scales and shifts after a
 //! convolution), `gelu` (the GELU patterns), `swish` (the HardSwish and SiLU patterns), `layer_norm`
 //! (the layer normalizations), `matmul` (the products), `depthwise` (the 1×1 and depthwise
-//! pairs); the other rewrites and the helpers they share are here.
+//! pairs), `nchwc` (the blocked 1×1 convolutions); the other rewrites and the helpers they share are here.
 
 mod affine;
 mod depthwise;
@@ -32,6 +35,7 @@ mod gelu;
 mod half;
 mod layer_norm;
 mod matmul;
+mod nchwc;
 mod swish;
 
 use crate::ir::{Attr, Graph, Node, Tensor, TensorData, ValueId, ValueInfo};
@@ -42,6 +46,7 @@ use gelu::fuse_gelu;
 use half::widen_half_weights;
 use layer_norm::fuse_layer_norms;
 use matmul::{fuse_matmuls, is_matmul_by_constant};
+use nchwc::block_pointwise_convs;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use swish::fuse_swishes;
@@ -60,7 +65,21 @@ pub fn fuse(mut g: Graph) -> Graph {
     fuse_activations(&mut g);
     fuse_pointwise_depthwise(&mut g);
     fuse_projections(&mut g);
+    if blocked_layout() {
+        block_pointwise_convs(&mut g);
+    }
     g
+}
+
+/// Whether 1×1 convolutions run on the channel-blocked layout (`nchwc`): on AVX-512, where
+/// its kernel is tuned, unless `ONNXIFI_RUST_NCHWC=0`.
+fn blocked_layout() -> bool {
+    use crate::kernels::cpu::{self, Isa};
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| {
+        let off = std::env::var("ONNXIFI_RUST_NCHWC").is_ok_and(|v| v == "0");
+        cpu::isa() == Isa::Avx512 && !off
+    })
 }
 
 fn is_default(n: &Node, op: &str) -> bool {

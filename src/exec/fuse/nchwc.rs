@@ -1,0 +1,359 @@
+//! Runs chains of convolutions on the channel-blocked layout (`kernels::nchwc`): every float32
+//! `Conv` or `FusedConv` of one group with constant filters, channel counts that are multiples
+//! of 16 and either a 1×1 kernel without padding or a strided kernel of at most 49 taps with
+//! explicit pads (ResNet's stride-2 3×3 layers; a 3×3 kernel at stride 1 stays with Winograd,
+//! which measured faster) becomes an internal `NchwcConv`, whose input and output are blocked
+//! tensors (`[N, C/16, H, W, 16]`). A `ToNchwc` reorder is made once for each plain
+//! value such a node reads, and a `FromNchwc` once for each of their outputs that another node,
+//! a subgraph or the caller reads, so that a chain (a ResNet's block output feeding the next
+//! block's first 1×1 convolution and its residual) stays blocked between its convolutions. A
+//! residual is taken only from a blocked value (another `NchwcConv`'s output): a plain one
+//! could broadcast in ways a blocked one does not. Runs last, after every other fusion.
+
+use super::matmul::known_f32;
+use super::{constant_f32, is_default, is_internal};
+use crate::ir::{Attr, Graph, Node, ValueId, ValueInfo};
+use crate::ops;
+use std::collections::BTreeMap;
+
+/// Blocks every such convolution of `g`.
+pub(super) fn block_pointwise_convs(g: &mut Graph) {
+    let f32s = known_f32(g);
+    let mut blocked: Vec<Option<ValueId>> = vec![None; g.values.len()];
+    // Outputs of converted nodes, by the index their node has in `nodes`.
+    let mut converted_outputs: Vec<(usize, ValueId)> = Vec::new();
+    let mut nodes: Vec<Node> = Vec::with_capacity(g.nodes.len());
+    for n in std::mem::take(&mut g.nodes) {
+        let Some(spec) = candidate(g, &n, &f32s) else {
+            nodes.push(n);
+            continue;
+        };
+        let z = match n.inputs.get(3).copied().flatten() {
+            None => None,
+            Some(z) => match blocked[z] {
+                Some(zb) => Some(zb),
+                None => {
+                    nodes.push(n);
+                    continue;
+                }
+            },
+        };
+        let (x, out) = (spec.x, spec.out);
+        let xb = match blocked[x] {
+            Some(xb) => xb,
+            None => {
+                let xb = new_value(g, x);
+                blocked.resize(g.values.len(), None);
+                blocked[x] = Some(xb);
+                nodes.push(internal(&n, "ToNchwc", vec![Some(x)], xb, BTreeMap::new()));
+                xb
+            }
+        };
+        let ob = new_value(g, out);
+        blocked.resize(g.values.len(), None);
+        blocked[out] = Some(ob);
+        let mut attrs = BTreeMap::new();
+        for key in [
+            "strides",
+            "pads",
+            "dilations",
+            "activation",
+            "activation_params",
+        ] {
+            if let Some(a) = n.attrs.get(key) {
+                attrs.insert(key.to_string(), a.clone());
+            }
+        }
+        let inputs = vec![Some(xb), n.inputs[1], n.inputs.get(2).copied().flatten(), z];
+        converted_outputs.push((nodes.len(), out));
+        nodes.push(internal(&n, "NchwcConv", inputs, ob, attrs));
+    }
+    // The outputs something other than a blocked convolution reads, in plain layout.
+    let mut plain_read = vec![false; g.values.len()];
+    for n in nodes.iter().filter(|n| !is_internal(n, "NchwcConv")) {
+        for v in n.inputs.iter().flatten() {
+            plain_read[*v] = true;
+        }
+    }
+    for &o in &g.outputs {
+        plain_read[o] = true;
+    }
+    let mut with_reorders = Vec::with_capacity(nodes.len() + converted_outputs.len());
+    let mut next = converted_outputs.iter().peekable();
+    for (i, n) in nodes.into_iter().enumerate() {
+        let after = match next.peek() {
+            Some(&&(at, out)) if at == i => {
+                next.next();
+                plain_read[out].then_some(out)
+            }
+            _ => None,
+        };
+        let back = after.map(|out| {
+            let ob = blocked[out].expect("a converted output is blocked");
+            internal(&n, "FromNchwc", vec![Some(ob)], out, BTreeMap::new())
+        });
+        with_reorders.push(n);
+        with_reorders.extend(back);
+    }
+    g.nodes = with_reorders;
+}
+
+/// The input and output of a convolution that can run blocked.
+struct Candidate {
+    x: ValueId,
+    out: ValueId,
+}
+
+/// Whether node `n` is a float32 convolution the blocked kernel computes.
+fn candidate(g: &Graph, n: &Node, f32s: &[bool]) -> Option<Candidate> {
+    let fused = is_internal(n, "FusedConv");
+    if !(is_default(n, "Conv") || fused) || n.outputs.len() != 1 || n.inputs.len() < 2 {
+        return None;
+    }
+    let x = n.inputs[0]?;
+    let out = n.outputs[0]?;
+    if !f32s[x] {
+        return None;
+    }
+    let (w_shape, _) = constant_f32(g, n.inputs[1])?;
+    let &[m, c, kh, kw] = &w_shape[..] else {
+        return None;
+    };
+    if !crate::kernels::nchwc::blockable(m) || !crate::kernels::nchwc::blockable(c) {
+        return None;
+    }
+    if let Some(b) = n.inputs.get(2).copied().flatten() {
+        let (b_shape, _) = constant_f32(g, Some(b))?;
+        if b_shape != [m] {
+            return None;
+        }
+    }
+    let pointwise = (kh, kw) == (1, 1);
+    let strided = matches!(n.attrs.get("strides"), Some(Attr::Ints(s)) if s.iter().any(|&v| v > 1));
+    if !(pointwise || strided && kh * kw <= crate::kernels::nchwc::MAX_TAPS) {
+        return None;
+    }
+    for (key, attr) in &n.attrs {
+        let fits = match (key.as_str(), attr) {
+            ("group", Attr::Int(1)) => true,
+            ("kernel_shape", Attr::Ints(k)) => k == &[kh as i64, kw as i64],
+            ("dilations", Attr::Ints(d)) => d.len() == 2 && d.iter().all(|&v| v >= 1),
+            ("pads", Attr::Ints(p)) => {
+                p.len() == 4
+                    && p.iter().all(|&v| v >= 0)
+                    && (!pointwise || p.iter().all(|&v| v == 0))
+            }
+            ("strides", Attr::Ints(s)) => s.len() == 2 && s.iter().all(|&v| v >= 1),
+            // A 1×1 window pads nothing for SAME either: its output is ⌈in / stride⌉.
+            ("auto_pad", Attr::String(s)) if pointwise => {
+                matches!(&s[..], b"NOTSET" | b"VALID" | b"SAME_UPPER" | b"SAME_LOWER")
+            }
+            ("auto_pad", Attr::String(s)) => matches!(&s[..], b"NOTSET"),
+            ("activation" | "activation_params", _) => fused,
+            _ => false,
+        };
+        if !fits {
+            return None;
+        }
+    }
+    Some(Candidate { x, out })
+}
+
+/// A new value for the blocked form of `of`.
+fn new_value(g: &mut Graph, of: ValueId) -> ValueId {
+    let name = format!("{}::nchwc#{}", g.values[of].name, g.values.len());
+    g.values.push(ValueInfo {
+        name,
+        declared: None,
+        constant: None,
+        packed_only: None,
+        widened_from: None,
+    });
+    g.values.len() - 1
+}
+
+/// An internal node named after `from`.
+fn internal(
+    from: &Node,
+    op: &str,
+    inputs: Vec<Option<ValueId>>,
+    out: ValueId,
+    attrs: BTreeMap<String, Attr>,
+) -> Node {
+    Node {
+        name: format!("{}::{op}", from.name),
+        op_type: op.into(),
+        domain: ops::INTERNAL_DOMAIN.into(),
+        inputs,
+        outputs: vec![Some(out)],
+        attrs,
+        captured: Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{close_to, ops, vals, HEADER};
+    use super::*;
+    use crate::ir::import::import;
+
+    fn list(v: &[f32]) -> String {
+        v.iter()
+            .map(|v| format!("{v:?}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// `b[o] + Σ_c w[o][c] · x[c][p]` over the positions `(y·s, x·s)` of one `h×w` image.
+    fn pointwise(
+        x: &[f32],
+        (c, h, w): (usize, usize, usize),
+        wt: &[f32],
+        b: Option<&[f32]>,
+        s: usize,
+    ) -> Vec<f64> {
+        let m = wt.len() / c;
+        let (oh, ow) = (h.div_ceil(s), w.div_ceil(s));
+        let mut out = vec![0.0; m * oh * ow];
+        for o in 0..m {
+            for oy in 0..oh {
+                for ox in 0..ow {
+                    let p = oy * s * w + ox * s;
+                    out[(o * oh + oy) * ow + ox] = b.map_or(0.0, |b| b[o] as f64)
+                        + (0..c)
+                            .map(|ci| wt[o * c + ci] as f64 * x[ci * h * w + p] as f64)
+                            .sum::<f64>();
+                }
+            }
+        }
+        out
+    }
+
+    /// A chain of 1×1 convolutions: one reorder in, the chain blocked (a residual from a blocked
+    /// value included), reorders out only where a plain reader (a Sigmoid) or the caller reads;
+    /// a strided one, and a strided 3×3 one with pads; a 3×3 one at stride 1 and one of 24
+    /// channels stay. The engine computes what is computed here.
+    #[test]
+    fn a_chain_runs_blocked_with_reorders_at_its_edges() {
+        let (c, h, w) = (32, 5, 6);
+        let (w1, b1, w2, w3) = (
+            vals(32 * 32, 1),
+            vals(32, 2),
+            vals(32 * 32, 3),
+            vals(16 * 32, 4),
+        );
+        let (w4, w5, w6) = (vals(32 * 32 * 9, 5), vals(24 * 32, 6), vals(16 * 32 * 9, 9));
+        let text = format!(
+            "{HEADER} g (float[1, 32, 5, 6] x) => (float[1, 32, 5, 6] e, float[1, 32, 5, 6] s,
+                 float[1, 16, 3, 3] t, float[1, 32, 5, 6] k, float[1, 24, 5, 6] q,
+                 float[1, 16, 3, 3] u)
+             <float[32, 32, 1, 1] w1 = {{{}}}, float[32] b1 = {{{}}}, float[32, 32, 1, 1] w2 = {{{}}},
+              float[16, 32, 1, 1] w3 = {{{}}}, float[32, 32, 3, 3] w4 = {{{}}},
+              float[24, 32, 1, 1] w5 = {{{}}}, float[16, 32, 3, 3] w6 = {{{}}}>
+             {{ a = Conv(x, w1, b1)\n r = Relu(a)\n d = Conv(r, w2)\n e = Add(d, r)
+                s = Sigmoid(r)\n t = Conv<strides: ints = [2, 2]>(x, w3)
+                k = Conv<pads: ints = [1, 1, 1, 1]>(r, w4)\n q = Conv(r, w5)
+                u = Conv<strides: ints = [2, 2], pads: ints = [1, 1, 1, 1]>(r, w6) }}",
+            list(&w1),
+            list(&b1),
+            list(&w2),
+            list(&w3),
+            list(&w4),
+            list(&w5),
+            list(&w6)
+        );
+        let proto = crate::text::parse_model(&text).expect("parses");
+        let mut g = super::super::fuse(import(proto.clone(), Vec::new()).expect("imports"));
+        if !blocked_layout_on() {
+            block_pointwise_convs(&mut g);
+        }
+        assert_eq!(
+            ops(&g),
+            [
+                "ToNchwc",
+                "NchwcConv",
+                "FromNchwc",
+                "NchwcConv",
+                "FromNchwc",
+                "Sigmoid",
+                "NchwcConv",
+                "FromNchwc",
+                "Conv",
+                "Conv",
+                "NchwcConv",
+                "FromNchwc"
+            ]
+        );
+        let x = vals(c * h * w, 7);
+        let a: Vec<f64> = pointwise(&x, (c, h, w), &w1, Some(&b1), 1)
+            .into_iter()
+            .map(|v| v.max(0.0))
+            .collect();
+        let r: Vec<f32> = a.iter().map(|&v| v as f32).collect();
+        let e: Vec<f64> = pointwise(&r, (c, h, w), &w2, None, 1)
+            .iter()
+            .zip(&a)
+            .map(|(d, r)| d + r)
+            .collect();
+        let t = pointwise(&x, (c, h, w), &w3, None, 2);
+        let q = pointwise(&r, (c, h, w), &w5, None, 1);
+        let bytes = prost::Message::encode_to_vec(&proto);
+        let exe = crate::graph::compile_executable(&bytes, Vec::new()).expect("compiles");
+        let input = crate::ir::Tensor::new(vec![1, c, h, w], crate::ir::TensorData::F32(x.clone()))
+            .expect("tensor");
+        let out = exe.run(vec![input]).expect("runs");
+        close_to(out[0].as_f32().unwrap(), &e, 1e-5, "e");
+        let s: Vec<f64> = a.iter().map(|&v| 1.0 / (1.0 + (-v).exp())).collect();
+        close_to(out[1].as_f32().unwrap(), &s, 1e-5, "s");
+        assert_eq!(out[2].shape, [1, 16, 3, 3]);
+        close_to(out[2].as_f32().unwrap(), &t, 1e-5, "t");
+        close_to(out[4].as_f32().unwrap(), &q, 1e-5, "q");
+        // u: 3×3 at stride 2 with one zero on every side, 16 outputs over 3×3.
+        let mut u = vec![0.0f64; 16 * 9];
+        for o in 0..16 {
+            for oy in 0..3 {
+                for ox in 0..3 {
+                    let mut sum = 0.0;
+                    for ci in 0..c {
+                        for ky in 0..3 {
+                            for kx in 0..3 {
+                                let (iy, ix) =
+                                    ((2 * oy + ky) as isize - 1, (2 * ox + kx) as isize - 1);
+                                if iy < 0 || ix < 0 || iy >= h as isize || ix >= w as isize {
+                                    continue;
+                                }
+                                let xv = r[(ci * h + iy as usize) * w + ix as usize] as f64;
+                                sum += w6[((o * c + ci) * 3 + ky) * 3 + kx] as f64 * xv;
+                            }
+                        }
+                    }
+                    u[(o * 3 + oy) * 3 + ox] = sum;
+                }
+            }
+        }
+        close_to(out[5].as_f32().unwrap(), &u, 1e-5, "u");
+    }
+
+    fn blocked_layout_on() -> bool {
+        super::super::blocked_layout()
+    }
+
+    /// A residual from a plain value (a graph input) keeps the convolution as it was, and so
+    /// does a float64 one.
+    #[test]
+    fn plain_residuals_and_other_types_stay() {
+        let wt = vals(16 * 16, 8);
+        let text = format!(
+            "{HEADER} g (float[1, 16, 2, 2] x, float[1, 16, 2, 2] z, double[1, 16, 2, 2] u)
+                 => (float[1, 16, 2, 2] y, double[1, 16, 2, 2] v)
+             <float[16, 16, 1, 1] w = {{{}}}, double[16, 16, 1, 1] wd = {{{}}}>
+             {{ c = Conv(x, w)\n y = Add(c, z)\n v = Conv(u, wd) }}",
+            list(&wt),
+            list(&wt)
+        );
+        let proto = crate::text::parse_model(&text).expect("parses");
+        let mut g = super::super::fuse(import(proto, Vec::new()).expect("imports"));
+        block_pointwise_convs(&mut g);
+        assert_eq!(ops(&g), ["FusedConv", "Conv"]);
+    }
+}
