@@ -346,6 +346,11 @@ impl BlockedConv {
         let [top, left, _, _] = self.window.pads;
         let wp = w + left + self.window.pads[3];
         let hp = h + top + self.window.pads[2];
+        if h * w == 0 {
+            // An empty image: only zeros to read (chunks of an empty block would not split).
+            staged.fill(0.0);
+            return;
+        }
         let one = |(src, dst): (&[f32], &mut [f32])| {
             for (y, row) in dst.chunks_exact_mut(16 * wp).enumerate() {
                 match y.checked_sub(top).filter(|&iy| iy < h) {

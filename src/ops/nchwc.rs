@@ -234,11 +234,24 @@ fn build_conv(ctx: &BuildCtx) -> Result<Built> {
         }
     };
     let wt = weights.as_f32()?;
-    let tag = format!("nchwc-conv m{m} c{c} {window:?}");
-    let conv = ctx.prepared(1, &tag, || {
+    // The packed form holds the bias too, so the cache key names the bias's weight: two
+    // convolutions sharing filters may have different biases. A bias that is no graph weight
+    // (a rewrite's constant) cannot be named, and its filters are packed for this node alone.
+    let make = || {
         BlockedConv::new(c, m, window, wt, bias)
             .map_err(|e| ctx.err(Status::InvalidModel, e.message))
-    })?;
+    };
+    let bias_key = match ctx.opt_input(2) {
+        None => Some("none".to_string()),
+        Some(b) => b.weight.map(|id| format!("{id:?}")),
+    };
+    let conv = match bias_key {
+        Some(key) => {
+            let tag = format!("nchwc-conv m{m} c{c} {window:?} bias {key}");
+            ctx.prepared(1, &tag, make)?
+        }
+        None => Arc::new(make()?),
+    };
     let Some((oh, ow)) = conv.out_hw((h, wd)) else {
         return Err(ctx.err(
             Status::InvalidModel,

@@ -357,3 +357,53 @@ mod tests {
         assert_eq!(ops(&g), ["FusedConv", "Conv"]);
     }
 }
+
+#[cfg(test)]
+mod shared_weights {
+    use super::super::tests::{close_to, vals, HEADER};
+
+    /// Two blocked convolutions of one weight with different biases each add their own (the
+    /// packed filters, which hold the bias, are cached per weight and bias).
+    #[test]
+    fn shared_filters_keep_their_own_biases() {
+        let w = vals(16 * 16, 1);
+        let list = |v: &[f32]| {
+            v.iter()
+                .map(|v| format!("{v:?}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let text = format!(
+            "{HEADER} g (float[1, 16, 1, 2] x) => (float[1, 16, 1, 2] y, float[1, 16, 1, 2] z)
+             <float[16, 16, 1, 1] w = {{{}}}, float[16] b1 = {{{}}}, float[16] b2 = {{{}}}>
+             {{ y = Conv(x, w, b1)\n z = Conv(x, w, b2) }}",
+            list(&w),
+            list(&[1.0; 16]),
+            list(&[-3.0; 16])
+        );
+        let proto = crate::text::parse_model(&text).expect("parses");
+        let bytes = prost::Message::encode_to_vec(&proto);
+        let exe = crate::graph::compile_executable(&bytes, Vec::new()).expect("compiles");
+        let x = vals(32, 2);
+        let input =
+            crate::ir::Tensor::new(vec![1, 16, 1, 2], crate::ir::TensorData::F32(x.clone()))
+                .expect("tensor");
+        let out = exe.run(vec![input]).expect("runs");
+        for (k, bias) in [(0, 1.0), (1, -3.0)] {
+            let want: Vec<f64> = (0..32)
+                .map(|i| {
+                    let (o, p) = (i / 2, i % 2);
+                    bias + (0..16)
+                        .map(|c| w[o * 16 + c] as f64 * x[c * 2 + p] as f64)
+                        .sum::<f64>()
+                })
+                .collect();
+            close_to(
+                out[k].as_f32().unwrap(),
+                &want,
+                1e-5,
+                &format!("output {k}"),
+            );
+        }
+    }
+}
