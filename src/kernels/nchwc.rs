@@ -18,6 +18,7 @@
 #![forbid(unsafe_code)]
 
 use rayon::prelude::*;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::activation::Activation;
 use super::aligned::AlignedVec;
@@ -148,8 +149,8 @@ impl Window {
     fn sizes(&self, (h, w): (usize, usize)) -> Option<((usize, usize), (usize, usize))> {
         let hp = h.checked_add(self.pads[0])?.checked_add(self.pads[2])?;
         let wp = w.checked_add(self.pads[1])?.checked_add(self.pads[3])?;
-        let kh = self.dilation.0 * (self.kernel.0 - 1) + 1;
-        let kw = self.dilation.1 * (self.kernel.1 - 1) + 1;
+        let kh = self.dilation.0.checked_mul(self.kernel.0 - 1)? + 1;
+        let kw = self.dilation.1.checked_mul(self.kernel.1 - 1)? + 1;
         let oh = hp.checked_sub(kh)? / self.stride.0 + 1;
         let ow = wp.checked_sub(kw)? / self.stride.1 + 1;
         Some(((hp, wp), (oh, ow)))
@@ -264,6 +265,10 @@ impl BlockedConv {
             sizes,
             in_len == Some(x.len())
                 && out_len == Some(out.len())
+                // The staged image, and with it every tap's offset, in range.
+                && sizes.and_then(|((hp, wp), _)| {
+                    self.in_channels.checked_mul(hp)?.checked_mul(wp)?.checked_mul(16)
+                }).is_some()
                 && z.is_none_or(|z| Some(z.len()) == out_len),
         ) else {
             return Err(KernelError::new(format!(
@@ -285,6 +290,7 @@ impl BlockedConv {
             *tap = 16 * ((t / kw) * dh * wp + (t % kw) * dw);
         }
         let geo = Geometry {
+            refused: AtomicBool::new(false),
             isa,
             in_plane: hp * wp,
             w: wp,
@@ -336,6 +342,12 @@ impl BlockedConv {
             } else {
                 image(xi, oi);
             }
+        }
+        if geo.refused.load(Ordering::Relaxed) {
+            return Err(KernelError::new(format!(
+                "blocked convolution over {:?}: a strip fell outside its tensors",
+                self.window
+            )));
         }
         Ok(())
     }
@@ -416,6 +428,9 @@ impl BlockedConv {
 /// What every strip of a convolution's run shares: the (padded) input plane and width, the
 /// output width and plane, the taps' offsets in the input.
 struct Geometry {
+    /// Set when the strip kernel refused a strip (its offsets outside the tensors), which
+    /// would leave outputs unwritten: the run then fails.
+    refused: AtomicBool,
     isa: Isa,
     in_plane: usize,
     w: usize,
@@ -547,7 +562,9 @@ impl Task<'_> {
                     &mut out[..self.blocks],
                     geo.clamp,
                 );
-                debug_assert!(done, "a strip inside its tensors");
+                if !done {
+                    geo.refused.store(true, Ordering::Relaxed);
+                }
                 s0 += STRIP;
             }
             b0 += nbi;

@@ -7,8 +7,11 @@
 //! value such a node reads, and a `FromNchwc` once for each of their outputs that another node,
 //! a subgraph or the caller reads, so that a chain (a ResNet's block output feeding the next
 //! block's first 1×1 convolution and its residual) stays blocked between its convolutions. A
-//! residual is taken only from a blocked value (another `NchwcConv`'s output): a plain one
-//! could broadcast in ways a blocked one does not. Runs last, after every other fusion.
+//! residual is taken only from a value already blocked (an `NchwcConv`'s output or a
+//! `ToNchwc` copy made for an earlier reader): those have a multiple of 16 channels, which a
+//! valid residual then matches, and broadcasting over N, H and W means the same blocked. Pads
+//! are taken only when each is smaller than the kernel along its axis, which bounds the staged
+//! copy. Runs last, after every other fusion.
 
 use super::matmul::known_f32;
 use super::{constant_f32, is_default, is_internal};
@@ -138,6 +141,15 @@ fn candidate(g: &Graph, n: &Node, f32s: &[bool]) -> Option<Candidate> {
             ("group", Attr::Int(1)) => true,
             ("kernel_shape", Attr::Ints(k)) => k == &[kh as i64, kw as i64],
             ("dilations", Attr::Ints(d)) => d.len() == 2 && d.iter().all(|&v| v >= 1),
+            ("pads", Attr::Ints(p))
+                if p.len() == 4
+                    && !(p[0] < kh as i64
+                        && p[2] < kh as i64
+                        && p[1] < kw as i64
+                        && p[3] < kw as i64) =>
+            {
+                false
+            }
             ("pads", Attr::Ints(p)) => {
                 p.len() == 4
                     && p.iter().all(|&v| v >= 0)
@@ -264,7 +276,7 @@ mod tests {
         );
         let proto = crate::text::parse_model(&text).expect("parses");
         let mut g = super::super::fuse(import(proto.clone(), Vec::new()).expect("imports"));
-        if !blocked_layout_on() {
+        if !super::super::blocked_layout() {
             block_pointwise_convs(&mut g);
         }
         assert_eq!(
@@ -334,10 +346,6 @@ mod tests {
         close_to(out[5].as_f32().unwrap(), &u, 1e-5, "u");
     }
 
-    fn blocked_layout_on() -> bool {
-        super::super::blocked_layout()
-    }
-
     /// A residual from a plain value (a graph input) keeps the convolution as it was, and so
     /// does a float64 one.
     #[test]
@@ -355,6 +363,18 @@ mod tests {
         let mut g = super::super::fuse(import(proto, Vec::new()).expect("imports"));
         block_pointwise_convs(&mut g);
         assert_eq!(ops(&g), ["FusedConv", "Conv"]);
+        // Pads as wide as the kernel would stage a copy larger than the image needs: it stays.
+        let w3 = vals(16 * 16 * 9, 9);
+        let text = format!(
+            "{HEADER} g (float[1, 16, 4, 4] x) => (float[1, 16, 4, 4] y)
+             <float[16, 16, 3, 3] w = {{{}}}>
+             {{ y = Conv<strides: ints = [2, 2], pads: ints = [3, 3, 3, 3]>(x, w) }}",
+            list(&w3)
+        );
+        let proto = crate::text::parse_model(&text).expect("parses");
+        let mut g = super::super::fuse(import(proto, Vec::new()).expect("imports"));
+        block_pointwise_convs(&mut g);
+        assert_eq!(ops(&g), ["Conv"]);
     }
 }
 

@@ -2,7 +2,9 @@
 //! the checks that make the AVX-512 kernel (`avx512_nchwc`) safe to enter, and the same strip
 //! in plain Rust for the other ISAs.
 
-use crate::kernels::cpu::{self, Isa};
+#[cfg(target_arch = "x86_64")]
+use crate::kernels::cpu;
+use crate::kernels::cpu::Isa;
 
 /// Output positions of one strip (24 accumulators with [`GROUP_BLOCKS`]).
 pub(crate) const STRIP: usize = 6;
@@ -111,7 +113,8 @@ pub(crate) fn conv_strip(
         };
         return true;
     }
-    let _ = (cpu::supported, prefetch);
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (isa, prefetch);
     portable_strip(s, taps, x, (w, bias), z, out, clamp);
     true
 }
