@@ -34,7 +34,7 @@ import onnxruntime as ort  # noqa: E402
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import compare_ort  # noqa: E402
 
-CONV = {"Conv", "FusedConv", "ConvDepthwise"}
+CONV = {"Conv", "FusedConv", "ConvDepthwise", "NchwcConv"}
 PRODUCT = {"MatMul", "FusedMatMul", "Gemm", "FusedGemm"}
 
 

@@ -430,7 +430,8 @@ impl Conv2d {
                 }
             }
             (Path::Winograd, ConvFilters::Winograd(f)) => {
-                winograd::run(self.isa, p, f, self.bias.as_deref(), early, input, output);
+                let ep = (self.bias.as_deref(), early);
+                winograd::run(self.isa, p, f, ep, winograd::Layout::Plain, input, output);
                 if let Some(z) = residual {
                     late(output, z);
                 }

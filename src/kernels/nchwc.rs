@@ -23,7 +23,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use super::activation::Activation;
 use super::aligned::AlignedVec;
 use super::cpu::Isa;
-use super::simd::{self, ConvStrip, GROUP_BLOCKS, STRIP};
+use super::simd::{self, StripRun, GROUP_BLOCKS, STRIP};
 use super::{scratch, KernelError};
 
 /// Channels per block.
@@ -516,13 +516,8 @@ impl Task<'_> {
             &[]
         };
         let (sh, sw) = conv.window.stride;
-        let in_pos = |p: usize| {
-            if (sh, sw) == (1, 1) && geo.ow == geo.w {
-                p
-            } else {
-                (p / geo.ow) * sh * geo.w + (p % geo.ow) * sw
-            }
-        };
+        // Output row `r`, column `c` reads input position `r·sh·w + c·sw`.
+        let (row_step, col_step) = (sh * geo.w, sw);
         // A pass's filters stay in L1: 8 blocks of a 1×1 kernel, one of a 3×3.
         let pass_blocks = (PASS_BLOCKS / taps.len()).max(1);
         let strips = (b - a).div_ceil(STRIP);
@@ -536,36 +531,32 @@ impl Task<'_> {
             let next = &conv.weights[next_at..];
             let next = &next[..next.len().min(pass_blocks * per_block)];
             let per_strip = next.len().div_ceil(strips).next_multiple_of(16);
-            let mut s0 = a;
-            while s0 < b {
-                let k = (s0 - a) / STRIP;
-                let from = (k * per_strip).min(next.len());
-                let prefetch = &next[from..(from + per_strip).min(next.len())];
-                let pos: [usize; STRIP] = std::array::from_fn(|i| (s0 + i).min(b - 1));
-                let strip = ConvStrip {
-                    x_pos: pos.map(|p| b0 * 16 * geo.in_plane + 16 * in_pos(p)),
-                    x_block: 16 * geo.in_plane,
-                    blocks_in: nbi,
-                    out_pos: pos.map(|p| 16 * (p - a)),
-                    blocks_out: self.blocks,
-                    first: b0 == 0,
-                    last: b0 + nbi == blocks_in,
-                };
-                let done = simd::conv_strip(
-                    geo.isa,
-                    &strip,
-                    taps,
-                    self.x,
-                    (w, bias),
-                    prefetch,
-                    z,
-                    &mut out[..self.blocks],
-                    geo.clamp,
-                );
-                if !done {
-                    geo.refused.store(true, Ordering::Relaxed);
-                }
-                s0 += STRIP;
+            let run = StripRun {
+                start: a,
+                end: b,
+                ow: geo.ow,
+                row_step,
+                col_step,
+                x_base: b0 * 16 * geo.in_plane,
+                x_block: 16 * geo.in_plane,
+                blocks_in: nbi,
+                blocks_out: self.blocks,
+                first: b0 == 0,
+                last: b0 + nbi == blocks_in,
+            };
+            let done = simd::conv_strips(
+                geo.isa,
+                &run,
+                taps,
+                self.x,
+                (w, bias),
+                (next, per_strip),
+                z,
+                &mut out[..self.blocks],
+                geo.clamp,
+            );
+            if !done {
+                geo.refused.store(true, Ordering::Relaxed);
             }
             b0 += nbi;
         }

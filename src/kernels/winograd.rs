@@ -232,8 +232,35 @@ fn transform_filters<const T: usize>(
     u
 }
 
+/// How [`run`] lays out its input and output tensors.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Layout {
+    /// NCHW: each channel's plane of `H·W` floats.
+    Plain,
+    /// Channel-blocked (`kernels::nchwc`: `[N, C/16, H, W, 16]`), the input and output
+    /// channels multiples of 16: the transforms read and write each position's 8 channels of a
+    /// lane group as 8 consecutive floats, where the plain layout gathers them from 8 planes.
+    Blocked,
+}
+
+impl Layout {
+    /// Channels side by side at each position: the floats of one "plane" of [`run`]'s
+    /// splitting (a channel's, or a block's) per position.
+    fn unit(self) -> usize {
+        match self {
+            Layout::Plain => 1,
+            Layout::Blocked => BLOCKED_UNIT,
+        }
+    }
+}
+
+/// Channels of a block in [`Layout::Blocked`] (`kernels::nchwc::BLOCK`).
+const BLOCKED_UNIT: usize = 16;
+
 /// Runs the convolution `p` (which [`suits`]) with filters `f`: `output = act(conv(input) +
-/// bias)`. Lengths are checked by the caller ([`super::conv::Conv2d::run`]).
+/// bias)`, both tensors in `layout` (for [`Layout::Blocked`], `p`'s channels are multiples of
+/// 16). Lengths are checked by the caller ([`super::conv::Conv2d::run`], the blocked
+/// convolution operator).
 ///
 /// Two schedules. By bands of tile rows ([`bands`]): each band's transformed inputs and
 /// GEMM outputs stay in the cache of the core that made them, but every band reads all the
@@ -245,11 +272,18 @@ pub(crate) fn run(
     isa: Isa,
     p: &Conv2dParams,
     f: &WinogradFilters,
-    bias: Option<&[f32]>,
-    act: Activation,
+    (bias, act): (Option<&[f32]>, Activation),
+    layout: Layout,
     input: &[f32],
     output: &mut [f32],
 ) {
+    if layout == Layout::Blocked {
+        assert!(
+            p.in_channels.is_multiple_of(BLOCKED_UNIT)
+                && p.out_channels.is_multiple_of(BLOCKED_UNIT),
+            "winograd: blocked channels must be multiples of {BLOCKED_UNIT}"
+        );
+    }
     let (ic, oc) = (p.in_channels, p.out_channels);
     let r = f.r;
     let (th, tw) = (p.out_h().div_ceil(r), p.out_w().div_ceil(r));
@@ -265,7 +299,7 @@ pub(crate) fn run(
     } else {
         Schedule::Phases((BLOCK_FLOATS / per_tile).clamp(1, tiles.max(1)))
     };
-    run_scheduled(isa, p, f, bias, act, (input, output), schedule);
+    run_scheduled(isa, p, f, (bias, act), layout, (input, output), schedule);
 }
 
 /// How [`run`] orders its work (tests force each).
@@ -283,17 +317,16 @@ fn run_scheduled(
     isa: Isa,
     p: &Conv2dParams,
     f: &WinogradFilters,
-    bias: Option<&[f32]>,
-    act: Activation,
+    ep: (Option<&[f32]>, Activation),
+    layout: Layout,
     io: (&[f32], &mut [f32]),
     schedule: Schedule,
 ) {
-    let ep = (bias, act);
     match (f.r, schedule) {
-        (4, Schedule::Phases(b)) => phases::<4, 6, F4>(isa, p, f, ep, io, b),
-        (_, Schedule::Phases(b)) => phases::<2, 4, F2>(isa, p, f, ep, io, b),
-        (4, Schedule::Bands(c)) => bands::<4, 6, F4>(isa, p, f, ep, io, c),
-        (_, Schedule::Bands(c)) => bands::<2, 4, F2>(isa, p, f, ep, io, c),
+        (4, Schedule::Phases(b)) => phases::<4, 6, F4>(isa, p, f, ep, layout, io, b),
+        (_, Schedule::Phases(b)) => phases::<2, 4, F2>(isa, p, f, ep, layout, io, b),
+        (4, Schedule::Bands(c)) => bands::<4, 6, F4>(isa, p, f, ep, layout, io, c),
+        (_, Schedule::Bands(c)) => bands::<2, 4, F2>(isa, p, f, ep, layout, io, c),
     }
 }
 
@@ -305,6 +338,7 @@ fn phases<const R: usize, const T: usize, V: Variant<R, T>>(
     p: &Conv2dParams,
     f: &WinogradFilters,
     (bias, act): (Option<&[f32]>, Activation),
+    layout: Layout,
     (input, output): (&[f32], &mut [f32]),
     block: usize,
 ) {
@@ -334,7 +368,7 @@ fn phases<const R: usize, const T: usize, V: Variant<R, T>>(
                 simd::vectorize(
                     lane_isa,
                     #[inline(always)]
-                    || input_tile::<R, T, V>(p, x, t0 + t, tw, vt),
+                    || input_tile::<R, T, V>(p, layout, x, t0 + t, tw, vt),
                 );
             };
             for_each_chunk(par, v, e_all * ic, tile_in);
@@ -357,76 +391,69 @@ fn phases<const R: usize, const T: usize, V: Variant<R, T>>(
                 for_each_chunk(par, me, rows * oc, piece);
             };
             for_each_chunk(par, m, n * oc, gemm_e);
-            // 4. Output transform, L output planes per task, each group's planes also cut
-            // into bands of tile rows when the groups alone leave threads idle and the block
-            // is whole tile rows (see `output_bands`).
+            // 4. Output transform, L output planes (or one block of them) per task, each
+            // task's planes also cut into bands of tile rows when the tasks alone leave
+            // threads idle and the block is whole tile rows (see `output_bands`).
             let m = &*m;
+            let unit = layout.unit();
+            // Planes per task, and the floats of one plane's row.
+            let (per_task, row_len) = (L.div_ceil(unit), ow * unit);
             let whole_rows = t0 % tw == 0 && (n % tw == 0 || t0 + n == tiles);
-            let bands = output_bands(oc, n.div_ceil(tw), threads, whole_rows);
+            let tasks = (oc / unit).div_ceil(per_task);
+            let bands = output_bands(tasks, n.div_ceil(tw), threads, whole_rows);
             let split = BandSplit {
                 r: R,
                 th: n.div_ceil(tw),
                 count: bands,
                 oh: oh - R * (t0 / tw),
-                ow,
+                row_len,
                 par,
             };
             let y_block = R * (t0 / tw);
             let tile_out = |(q, planes): (usize, &mut [f32])| {
-                let o0 = q * L;
                 let mut group: [&mut [f32]; L] = Default::default();
-                let count = planes.len().div_ceil(oh * ow);
-                for (g, plane) in group.iter_mut().zip(planes.chunks_mut(oh * ow)) {
+                let count = planes.len().div_ceil(oh * row_len);
+                for (g, plane) in group.iter_mut().zip(planes.chunks_mut(oh * row_len)) {
                     *g = plane;
                 }
+                let transform =
+                    |(ta, tb): (usize, usize), y_base: usize, planes: &mut [&mut [f32]]| {
+                        for_lane_groups(layout, q * per_task * unit, planes, |o0, lanes| {
+                            simd::vectorize(
+                                lane_isa,
+                                #[inline(always)]
+                                || {
+                                    output_tiles::<R, T, V>(
+                                        p,
+                                        m,
+                                        (n, t0, tw, y_base),
+                                        ta..tb,
+                                        o0,
+                                        (bias, act),
+                                        lanes,
+                                    )
+                                },
+                            );
+                        });
+                    };
                 if bands == 1 {
-                    simd::vectorize(
-                        lane_isa,
-                        #[inline(always)]
-                        || {
-                            output_tiles::<R, T, V>(
-                                p,
-                                m,
-                                (n, t0, tw, 0),
-                                0..n,
-                                o0,
-                                bias,
-                                act,
-                                &mut group[..count],
-                            )
-                        },
-                    );
+                    transform((0, n), 0, &mut group[..count]);
                     return;
                 }
                 // The block's rows of the group's planes, cut into bands.
                 let mut rows: [&mut [f32]; L] = Default::default();
                 for (r, g) in rows.iter_mut().zip(group.iter_mut()).take(count) {
                     let plane = std::mem::take(g);
-                    let end = (y_block + R * split.th).min(oh) * ow;
-                    *r = &mut plane[y_block * ow..end];
+                    let end = (y_block + R * split.th).min(oh) * row_len;
+                    *r = &mut plane[y_block * row_len..end];
                 }
                 let band = |b: &mut Band| {
                     let (ta, tb) = (b.ty0 * tw, ((b.ty0 + b.rows) * tw).min(n));
-                    simd::vectorize(
-                        lane_isa,
-                        #[inline(always)]
-                        || {
-                            output_tiles::<R, T, V>(
-                                p,
-                                m,
-                                (n, t0, tw, y_block + R * b.ty0),
-                                ta..tb,
-                                o0,
-                                bias,
-                                act,
-                                b.planes,
-                            )
-                        },
-                    );
+                    transform((ta, tb), y_block + R * b.ty0, b.planes);
                 };
                 split.run(&mut rows[..count], 0, 0..bands, &band);
             };
-            for_each_chunk(par, out, L * oh * ow, tile_out);
+            for_each_chunk(par, out, per_task * oh * row_len, tile_out);
         }
     }
     scratch::give(v);
@@ -444,8 +471,7 @@ fn gemm_pieces(n: usize, positions: usize, threads: usize) -> usize {
 /// the output transform, on `threads` threads, for a block of `th` tile rows (`whole_rows`:
 /// the block is whole tile rows): enough for about two tasks a thread, where the `oc / L`
 /// groups alone would leave threads idle (64 channels make 8 groups: half of 16 threads).
-fn output_bands(oc: usize, th: usize, threads: usize, whole_rows: bool) -> usize {
-    let groups = oc.div_ceil(L);
+fn output_bands(groups: usize, th: usize, threads: usize, whole_rows: bool) -> usize {
     if threads < 2 || !whole_rows || groups >= 2 * threads {
         return 1;
     }
@@ -502,6 +528,7 @@ fn bands<const R: usize, const T: usize, V: Variant<R, T>>(
     p: &Conv2dParams,
     f: &WinogradFilters,
     (bias, act): (Option<&[f32]>, Activation),
+    layout: Layout,
     (input, output): (&[f32], &mut [f32]),
     count: usize,
 ) {
@@ -513,36 +540,39 @@ fn bands<const R: usize, const T: usize, V: Variant<R, T>>(
     let count = count.clamp(1, th);
     let oc = p.out_channels;
     assert!(oc <= BAND_PLANES, "winograd: too many planes for bands");
+    let unit = layout.unit();
     let split = BandSplit {
         r: R,
         th,
         count,
         oh,
-        ow,
+        row_len: ow * unit,
         par: rayon::current_num_threads() > 1 && count > 1,
     };
     // Scratch for the largest band (bands differ by at most one tile row), so that every band
     // asks for the same sizes and the scratch set settles whichever bands overlap.
     let max_tiles = th.div_ceil(count) * ow.div_ceil(R);
-    let one = |t: &mut Band| band_task::<R, T, V>(isa, p, f, (bias, act), input, t, max_tiles);
+    let one =
+        |t: &mut Band| band_task::<R, T, V>(isa, p, f, (bias, act), layout, input, t, max_tiles);
     for (b, image) in output.chunks_mut(oc * oh * ow).enumerate() {
         let mut planes: [&mut [f32]; BAND_PLANES] = std::array::from_fn(|_| Default::default());
-        for (piece, plane) in planes.iter_mut().zip(image.chunks_mut(oh * ow)) {
+        for (piece, plane) in planes.iter_mut().zip(image.chunks_mut(oh * ow * unit)) {
             *piece = plane;
         }
-        split.run(&mut planes[..oc], b, 0..count, &one);
+        split.run(&mut planes[..oc / unit], b, 0..count, &one);
     }
 }
 
 /// How [`bands`] cuts an image's output planes into bands: `count` bands of the `th` tile
 /// rows (`r` output rows each; band `j` starts at tile row `j·th/count`: sizes differ by at
-/// most one), of an `oh × ow` output; the bands run in parallel when `par`.
+/// most one), of an output of `oh` rows of `row_len` floats per plane (a channel's plane, or
+/// in the blocked layout a block's); the bands run in parallel when `par`.
 struct BandSplit {
     r: usize,
     th: usize,
     count: usize,
     oh: usize,
-    ow: usize,
+    row_len: usize,
     par: bool,
 }
 
@@ -575,7 +605,7 @@ impl BandSplit {
             return;
         }
         let mid = j + bands.len() / 2;
-        let at = (self.first_row(mid) - self.first_row(j)) * self.ow;
+        let at = (self.first_row(mid) - self.first_row(j)) * self.row_len;
         let mut right: [&mut [f32]; BAND_PLANES] = std::array::from_fn(|_| Default::default());
         let right = &mut right[..planes.len()];
         for (left, right) in planes.iter_mut().zip(right.iter_mut()) {
@@ -596,11 +626,13 @@ impl BandSplit {
 
 /// The three phases of one [`Band`], on this thread, with scratch buffers sized for
 /// `max_tiles` tiles (the split's largest band).
+#[allow(clippy::too_many_arguments)]
 fn band_task<const R: usize, const T: usize, V: Variant<R, T>>(
     isa: Isa,
     p: &Conv2dParams,
     f: &WinogradFilters,
     (bias, act): (Option<&[f32]>, Activation),
+    layout: Layout,
     input: &[f32],
     t: &mut Band,
     max_tiles: usize,
@@ -623,7 +655,7 @@ fn band_task<const R: usize, const T: usize, V: Variant<R, T>>(
             #[inline(always)]
             || {
                 for (i, vt) in v.chunks_exact_mut(e_all * ic).enumerate() {
-                    input_tile::<R, T, V>(p, x, t0 + i, tw, vt);
+                    input_tile::<R, T, V>(p, layout, x, t0 + i, tw, vt);
                 }
             },
         );
@@ -638,26 +670,29 @@ fn band_task<const R: usize, const T: usize, V: Variant<R, T>>(
             };
             gemm::sgemm_packed_with(false, 1.0, a, &f.u[e], 0.0, me, oc, &Epilogue::NONE);
         }
-        // 4. Output transform, L output planes at a time.
+        // 4. Output transform, L output channels at a time.
         let m = &*m;
         let y_base = R * t.ty0;
-        for (q, planes) in t.planes.chunks_mut(L).enumerate() {
-            simd::vectorize(
-                lane_isa,
-                #[inline(always)]
-                || {
-                    output_tiles::<R, T, V>(
-                        p,
-                        m,
-                        (n, t0, tw, y_base),
-                        0..n,
-                        q * L,
-                        bias,
-                        act,
-                        planes,
-                    )
-                },
-            );
+        let unit = layout.unit();
+        let per_task = L.div_ceil(unit);
+        for (q, planes) in t.planes.chunks_mut(per_task).enumerate() {
+            for_lane_groups(layout, q * per_task * unit, planes, |o0, lanes| {
+                simd::vectorize(
+                    lane_isa,
+                    #[inline(always)]
+                    || {
+                        output_tiles::<R, T, V>(
+                            p,
+                            m,
+                            (n, t0, tw, y_base),
+                            0..n,
+                            o0,
+                            (bias, act),
+                            lanes,
+                        )
+                    },
+                );
+            });
         }
     }
     scratch::give(v);
@@ -670,6 +705,7 @@ fn band_task<const R: usize, const T: usize, V: Variant<R, T>>(
 #[allow(clippy::needless_range_loop)] // index loops over the window read most plainly
 fn input_tile<const R: usize, const T: usize, V: Variant<R, T>>(
     p: &Conv2dParams,
+    layout: Layout,
     x: &[f32],
     t: usize,
     tw: usize,
@@ -685,7 +721,25 @@ fn input_tile<const R: usize, const T: usize, V: Variant<R, T>>(
         let lanes = L.min(ic - c0);
         // cols[j][i] = d[i][j] per lane.
         let mut cols = [[[0.0f32; L]; T]; T];
-        if inside {
+        if layout == Layout::Blocked {
+            // The lanes' channels lie side by side at each position (`L` divides the block,
+            // and the channels are whole blocks).
+            let block = &x[(c0 / BLOCKED_UNIT) * plane * BLOCKED_UNIT..][..plane * BLOCKED_UNIT];
+            let lane0 = c0 % BLOCKED_UNIT;
+            for i in 0..T {
+                let y = y0 + i as isize;
+                if !inside && (y < 0 || y >= h as isize) {
+                    continue;
+                }
+                for j in 0..T {
+                    let xx = x0 + j as isize;
+                    if inside || (xx >= 0 && xx < w as isize) {
+                        let at = (y as usize * w + xx as usize) * BLOCKED_UNIT + lane0;
+                        cols[j][i].copy_from_slice(&block[at..at + L]);
+                    }
+                }
+            }
+        } else if inside {
             let base = y0 as usize * w + x0 as usize;
             for l in 0..lanes {
                 let src = &x[(c0 + l) * plane + base..];
@@ -736,11 +790,42 @@ fn input_tile<const R: usize, const T: usize, V: Variant<R, T>>(
     }
 }
 
-/// The output transform for output channels `o0 .. o0+L` (`planes`, fewer at the end: the
-/// rows from `y_base` on of each output plane) and the tiles `which` of the `n` of the band or
-/// block starting at tile `t0` (`tw` tiles per row): `Aᵀ M A + bias`, activated, cropped to
-/// the image.
-#[allow(clippy::too_many_arguments)]
+/// Where the output transform writes the `L` output channels of a lane group.
+enum OutLanes<'a, 'b> {
+    /// Their planes (fewer at the end), each from row `y_base` on.
+    Planes(&'a mut [&'b mut [f32]]),
+    /// Their block's positions from row `y_base` on, 16 floats each, the group's lanes from
+    /// this one on ([`Layout::Blocked`]).
+    Block(&'a mut [f32], usize),
+}
+
+/// Calls `f(o0, lanes)` for each group of `L` output channels that `planes` hold, the first
+/// from channel `o_first`: in the plain layout `planes` are at most `L` channels' planes (one
+/// group), in the blocked one whole blocks (two groups each).
+fn for_lane_groups<'b>(
+    layout: Layout,
+    o_first: usize,
+    planes: &mut [&'b mut [f32]],
+    mut f: impl FnMut(usize, OutLanes<'_, 'b>),
+) {
+    match layout {
+        Layout::Plain => f(o_first, OutLanes::Planes(planes)),
+        Layout::Blocked => {
+            for (k, block) in planes.iter_mut().enumerate() {
+                for lane0 in (0..BLOCKED_UNIT).step_by(L) {
+                    f(
+                        o_first + k * BLOCKED_UNIT + lane0,
+                        OutLanes::Block(block, lane0),
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// The output transform for output channels `o0 .. o0+L` (`lanes`: fewer at the end of the
+/// plain layout) and the tiles `which` of the `n` of the band or block starting at tile `t0`
+/// (`tw` tiles per row): `Aᵀ M A + bias`, activated, cropped to the image.
 #[inline(always)]
 fn output_tiles<const R: usize, const T: usize, V: Variant<R, T>>(
     p: &Conv2dParams,
@@ -748,9 +833,8 @@ fn output_tiles<const R: usize, const T: usize, V: Variant<R, T>>(
     (n, t0, tw, y_base): (usize, usize, usize, usize),
     which: std::ops::Range<usize>,
     o0: usize,
-    bias: Option<&[f32]>,
-    act: Activation,
-    planes: &mut [&mut [f32]],
+    (bias, act): (Option<&[f32]>, Activation),
+    mut lanes_out: OutLanes,
 ) {
     // A variant's input tile is its output tile and the filter's reach; `flat` below holds
     // at most 4×4 outputs per lane.
@@ -787,6 +871,32 @@ fn output_tiles<const R: usize, const T: usize, V: Variant<R, T>>(
             let row: [Lanes; T] = std::array::from_fn(|nu| s[nu][i]);
             *yi = V::at(&row);
         }
+        let rows = R.min(oh - y0);
+        let cols = R.min(ow - x0);
+        let planes = match &mut lanes_out {
+            OutLanes::Planes(planes) => planes,
+            OutLanes::Block(block, lane0) => {
+                // [i][j][l]: each position's lanes side by side, as the block holds them.
+                let mut flat = [0.0f32; 16 * L];
+                let flat = &mut flat[..R * R * L];
+                for i in 0..R {
+                    for j in 0..R {
+                        for l in 0..L {
+                            flat[(i * R + j) * L + l] = y[i][j][l] + b[l];
+                        }
+                    }
+                }
+                act.apply_inline(flat);
+                for i in 0..rows {
+                    let at = ((y0 - y_base + i) * ow + x0) * BLOCKED_UNIT + *lane0;
+                    for j in 0..cols {
+                        let at = at + j * BLOCKED_UNIT;
+                        block[at..at + L].copy_from_slice(&flat[(i * R + j) * L..][..L]);
+                    }
+                }
+                continue;
+            }
+        };
         // [l][i][j], R² values per lane (room for the largest tile, R = 4).
         let mut flat = [0.0f32; 16 * L];
         let flat = &mut flat[..R * R * L];
@@ -798,8 +908,6 @@ fn output_tiles<const R: usize, const T: usize, V: Variant<R, T>>(
             }
         }
         act.apply_inline(flat);
-        let rows = R.min(oh - y0);
-        let cols = R.min(ow - x0);
         for (l, dst) in planes.iter_mut().enumerate().take(lanes) {
             for i in 0..rows {
                 let at = (y0 - y_base + i) * ow + x0;

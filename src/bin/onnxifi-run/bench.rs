@@ -29,7 +29,8 @@ options:
   --duration S        measure for S seconds instead
   --warmup N          runs before measuring (default 5)
   --threads N         compute threads of the backend
-  --profile           also list the 15 slowest operators (ONNXIFI_RUST_PROFILE)
+  --profile           also list the 15 slowest operators (ONNXIFI_RUST_PROFILE; with
+                      ONNXIFI_RUST_PROFILE=shape set, the 100 slowest by shapes)
   --json FILE         write the results as JSON (`-`: stdout)
   --input, --seed, --dim, --from   as for `run`";
 
@@ -107,14 +108,22 @@ struct Report {
 }
 
 /// `onnxifi-run bench`.
+/// Rows of `--profile`'s table by operator type.
+const PROFILE_ROWS: usize = 15;
+/// Rows of `--profile`'s table with `ONNXIFI_RUST_PROFILE=shape` (one per operator and shapes).
+const SHAPE_PROFILE_ROWS: usize = 100;
+
 pub fn cmd_bench(lib: Option<PathBuf>, args: Vec<String>) -> Result<(), CliError> {
     let Some(args) = parse(args)? else {
         out!("{USAGE}");
         return Ok(());
     };
     if args.profile {
-        // Read once by the library when it first runs a step, after this.
-        std::env::set_var("ONNXIFI_RUST_PROFILE", "1");
+        // Read once by the library when it first runs a step, after this. A mode the caller
+        // chose (`shape`: rows split by shapes) is kept.
+        if std::env::var("ONNXIFI_RUST_PROFILE").map_or(true, |v| v.is_empty() || v == "0") {
+            std::env::set_var("ONNXIFI_RUST_PROFILE", "1");
+        }
     }
     let mut p = io_plan::prepare(&args.model, args.from, &args.sources)?;
     let api = Onnxifi::load(&crate::capi::library_path(lib)).map_err(CliError::failed)?;
@@ -289,7 +298,12 @@ fn print_report(args: &BenchArgs, r: &Report) {
             "slowest operators (per run, over {} runs):",
             r.runs_profiled
         );
-        for (op, calls, t) in r.profile.iter().take(15) {
+        let rows = if std::env::var("ONNXIFI_RUST_PROFILE").as_deref() == Ok("shape") {
+            SHAPE_PROFILE_ROWS
+        } else {
+            PROFILE_ROWS
+        };
+        for (op, calls, t) in r.profile.iter().take(rows) {
             out!(
                 "  {:>9.3} ms {:>5.1}%  {:>6} calls  {op}",
                 t.as_secs_f64() * 1e3 / r.runs_profiled as f64,

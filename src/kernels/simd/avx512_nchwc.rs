@@ -6,7 +6,46 @@
 
 use std::arch::x86_64::*;
 
-use super::nchwc::{ConvStrip, GROUP_BLOCKS, STRIP};
+use super::nchwc::{ConvStrip, StripCursor, StripRun, GROUP_BLOCKS, STRIP};
+
+/// Every strip of `run` in turn (see [`conv_strip`]), strip `k` prefetching floats `k ·
+/// per_strip ..` of `prefetch` (at most `per_strip` of them, none past `prefetch_len`).
+///
+/// # Safety
+/// - The CPU supports AVX-512F.
+/// - Every strip of `run` meets [`conv_strip`]'s contract for `taps`, `x`, `w`, `bias`, `z`
+///   and `out` (the pass's outputs from its first position on).
+/// - `prefetch` is readable for `prefetch_len` floats.
+#[target_feature(enable = "avx512f")]
+pub(super) unsafe fn conv_strips(
+    run: &StripRun,
+    (taps, x): (&[usize], *const f32),
+    (w, bias): (*const f32, *const f32),
+    (prefetch, prefetch_len, per_strip): (*const f32, usize, usize),
+    z: [*const f32; GROUP_BLOCKS],
+    out: [*mut f32; GROUP_BLOCKS],
+    clamp: Option<(f32, f32)>,
+) {
+    let mut cursor = StripCursor::new(run);
+    let mut from = 0usize;
+    while let Some(s) = cursor.next_strip(run) {
+        let len = per_strip.min(prefetch_len.saturating_sub(from));
+        // SAFETY: the strip meets `conv_strip`'s contract (this function's); its prefetched
+        // floats `from .. from + len` lie inside `prefetch_len` (`len` is 0 past it).
+        unsafe {
+            conv_strip(
+                &s,
+                (taps, x),
+                (w, bias),
+                (prefetch.wrapping_add(from), len),
+                z,
+                out,
+                clamp,
+            )
+        };
+        from = from.saturating_add(per_strip);
+    }
+}
 
 /// One strip: `out[j][s.out_pos[p] + l] = clamp(acc + z)` for output block `j <
 /// s.blocks_out`, position `p < STRIP` and lane `l < 16`, where `acc` starts from `bias[16·j +
@@ -24,7 +63,8 @@ use super::nchwc::{ConvStrip, GROUP_BLOCKS, STRIP};
 ///   for reads, of 16 floats at every `s.out_pos[p]`, overlapping neither `x`, `w` nor `bias`.
 /// - `prefetch` is readable for `prefetch_len` floats.
 #[target_feature(enable = "avx512f")]
-pub(super) unsafe fn conv_strip(
+#[inline]
+unsafe fn conv_strip(
     s: &ConvStrip,
     (taps, x): (&[usize], *const f32),
     (w, bias): (*const f32, *const f32),

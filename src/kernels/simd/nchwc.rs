@@ -15,7 +15,7 @@ pub(crate) const GROUP_BLOCKS: usize = 4;
 /// Where one strip reads and writes (offsets in floats). A strip of fewer than [`STRIP`]
 /// positions repeats its last one: the repeats compute and store the same values again.
 #[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct ConvStrip {
+pub(super) struct ConvStrip {
     /// Each position's 16 channels of the first input block of the strip's pass.
     pub x_pos: [usize; STRIP],
     /// Floats from one input block to the next.
@@ -32,53 +32,163 @@ pub(crate) struct ConvStrip {
     pub last: bool,
 }
 
-/// Runs one strip (see `avx512_nchwc::conv_strip` for the sums): `taps` the kernel taps'
-/// offsets in the input (`[0]` for a 1×1 convolution), `x` the input, `w` the pass's
-/// `blocks_in · taps.len() · 1024` packed weights, `bias` the group's 64 biases, `z` the residual
-/// blocks (empty: none; otherwise every written block), `out` the output blocks (at least
-/// `blocks_out`); `prefetch` is fetched into L2 meanwhile (the next pass's filters: the first
-/// strip of a pass over few positions otherwise waited for them from memory). Returns
-/// `false`, computing nothing, when an offset falls outside its slice.
+/// One pass over output positions `start..end`, as consecutive strips of [`STRIP`] positions
+/// (the last one shorter). Output position `p` lies in row `p / ow` and column `p % ow`; it is
+/// written at `16·(p − start)` of every output (and residual) block, and reads input position
+/// `row·row_step + col·col_step`, i.e. the floats from `x_base + 16·(row·row_step +
+/// col·col_step)` on in the first input block of the pass.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct StripRun {
+    /// The first output position of the pass.
+    pub start: usize,
+    /// One past the last output position of the pass.
+    pub end: usize,
+    /// Output positions per row (at least 1).
+    pub ow: usize,
+    /// Input positions from one output row's first input position to the next's.
+    pub row_step: usize,
+    /// Input positions from one output column's input position to the next's.
+    pub col_step: usize,
+    /// Floats before the pass's first input block.
+    pub x_base: usize,
+    /// Floats from one input block to the next.
+    pub x_block: usize,
+    /// Input blocks of this pass.
+    pub blocks_in: usize,
+    /// Output blocks written (1 to [`GROUP_BLOCKS`]).
+    pub blocks_out: usize,
+    /// The first pass over the input blocks: the sums start from the biases, not the output.
+    pub first: bool,
+    /// The last pass: the residual and the clamp apply.
+    pub last: bool,
+}
+
+/// Walks the strips of a [`StripRun`] without a division per position: the row and column
+/// of the next strip's first position are carried from one strip to the next.
+pub(super) struct StripCursor {
+    /// The next strip's first position.
+    next: usize,
+    row: usize,
+    col: usize,
+}
+
+impl StripCursor {
+    /// A cursor at the run's first strip (`run.ow ≥ 1`).
+    #[inline(always)]
+    pub(super) fn new(run: &StripRun) -> Self {
+        StripCursor {
+            next: run.start,
+            row: run.start / run.ow,
+            col: run.start % run.ow,
+        }
+    }
+
+    /// The next strip of `run`, or `None` after the last one.
+    #[inline(always)]
+    pub(super) fn next_strip(&mut self, run: &StripRun) -> Option<ConvStrip> {
+        if self.next >= run.end {
+            return None;
+        }
+        let n = (run.end - self.next).min(STRIP);
+        let mut x_pos = [0; STRIP];
+        let mut out_pos = [0; STRIP];
+        for i in 0..STRIP {
+            if i < n {
+                x_pos[i] = run.x_base + 16 * (self.row * run.row_step + self.col * run.col_step);
+                out_pos[i] = 16 * (self.next + i - run.start);
+                self.col += 1;
+                if self.col == run.ow {
+                    self.col = 0;
+                    self.row += 1;
+                }
+            } else {
+                x_pos[i] = x_pos[n - 1];
+                out_pos[i] = out_pos[n - 1];
+            }
+        }
+        self.next += n;
+        Some(ConvStrip {
+            x_pos,
+            x_block: run.x_block,
+            blocks_in: run.blocks_in,
+            out_pos,
+            blocks_out: run.blocks_out,
+            first: run.first,
+            last: run.last,
+        })
+    }
+}
+
+/// The largest input position any output position of `run` reads (`None` on overflow or
+/// an empty run). Within a row the input positions grow with the column, and each row's last
+/// one grows with the row, so the largest is the last position's or, when the run reaches
+/// back into the row before, that row's last.
+fn largest_input_position(run: &StripRun) -> Option<usize> {
+    let last = run.end.checked_sub(1).filter(|&l| l >= run.start)?;
+    let at = |row: usize, col: usize| {
+        row.checked_mul(run.row_step)?
+            .checked_add(col.checked_mul(run.col_step)?)
+    };
+    let (row, col) = (last / run.ow, last % run.ow);
+    let mut most = at(row, col)?;
+    if row > 0 && run.start < row * run.ow {
+        most = most.max(at(row - 1, run.ow - 1)?);
+    }
+    Some(most)
+}
+
+/// Runs every strip of one pass (see `avx512_nchwc::conv_strip` for one strip's sums):
+/// `taps` the kernel taps' offsets in the input (`[0]` for a 1×1 convolution), `x` the input,
+/// `w` the pass's `blocks_in · taps.len() · 1024` packed weights, `bias` the group's 64 biases,
+/// `z` the residual blocks (empty: none; otherwise every written block), `out` the output
+/// blocks (at least `blocks_out`, each from the pass's first position on); meanwhile
+/// `prefetch` is fetched into L2, `per_strip` floats of it by each strip in turn (the next
+/// pass's filters: the first strip of a pass over few positions otherwise waited for them
+/// from memory). The bounds are checked once for the whole pass. Returns `false`, computing
+/// nothing, when an offset falls outside its slice.
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn conv_strip(
+pub(crate) fn conv_strips(
     isa: Isa,
-    s: &ConvStrip,
+    run: &StripRun,
     taps: &[usize],
     x: &[f32],
     (w, bias): (&[f32], &[f32]),
-    prefetch: &[f32],
+    (prefetch, per_strip): (&[f32], usize),
     z: &[&[f32]],
     out: &mut [&mut [f32]],
     clamp: Option<(f32, f32)>,
 ) -> bool {
-    let reach = |pos: &[usize; STRIP], extra: usize| {
-        pos.iter()
-            .map(|&p| p.checked_add(extra).and_then(|e| e.checked_add(16)))
-            .try_fold(0usize, |m, e| e.map(|e| m.max(e)))
-    };
+    if run.end <= run.start {
+        return true;
+    }
+    if run.ow == 0 {
+        return false;
+    }
     let max_tap = taps.iter().copied().max();
-    let x_extra = s
-        .blocks_in
-        .saturating_sub(1)
-        .checked_mul(s.x_block)
+    // The furthest float a strip reads: 16 channels from the largest input position's offset
+    // in the pass's last input block, at its largest tap.
+    let x_reach = largest_input_position(run)
+        .and_then(|p| p.checked_mul(16))
+        .and_then(|p| p.checked_add(run.x_base))
+        .zip(run.blocks_in.saturating_sub(1).checked_mul(run.x_block))
+        .and_then(|(p, b)| p.checked_add(b))
         .zip(max_tap)
-        .and_then(|(e, t)| e.checked_add(t));
-    let x_ok = s.blocks_in == 0
-        || x_extra
-            .and_then(|e| reach(&s.x_pos, e))
-            .is_some_and(|r| r <= x.len());
-    let out_reach = reach(&s.out_pos, 0);
-    let blocks_ok = (1..=GROUP_BLOCKS).contains(&s.blocks_out)
-        && out.len() >= s.blocks_out
-        && (z.is_empty() || z.len() >= s.blocks_out);
+        .and_then(|(p, t)| p.checked_add(t))
+        .and_then(|p| p.checked_add(16));
+    let x_ok = run.blocks_in == 0 || x_reach.is_some_and(|r| r <= x.len());
+    let out_reach = (run.end - run.start).checked_mul(16);
+    let blocks_ok = (1..=GROUP_BLOCKS).contains(&run.blocks_out)
+        && out.len() >= run.blocks_out
+        && (z.is_empty() || z.len() >= run.blocks_out);
     let fits = x_ok
         && blocks_ok
         && out_reach.is_some_and(|r| {
-            out[..s.blocks_out].iter().all(|o| o.len() >= r)
-                && z.iter().take(s.blocks_out).all(|o| o.len() >= r)
+            out[..run.blocks_out].iter().all(|o| o.len() >= r)
+                && z.iter().take(run.blocks_out).all(|o| o.len() >= r)
         })
         && !taps.is_empty()
-        && s.blocks_in
+        && run
+            .blocks_in
             .checked_mul(taps.len())
             .and_then(|n| n.checked_mul(1024))
             .is_some_and(|n| n <= w.len())
@@ -89,23 +199,26 @@ pub(crate) fn conv_strip(
     #[cfg(target_arch = "x86_64")]
     if isa == Isa::Avx512 && cpu::supported(isa) {
         let zp = std::array::from_fn(|j| match z.get(j) {
-            Some(z) if j < s.blocks_out => z.as_ptr(),
+            Some(z) if j < run.blocks_out => z.as_ptr(),
             _ => std::ptr::null(),
         });
         let op = std::array::from_fn(|j| match out.get_mut(j) {
-            Some(o) if j < s.blocks_out => o.as_mut_ptr(),
+            Some(o) if j < run.blocks_out => o.as_mut_ptr(),
             _ => std::ptr::null_mut(),
         });
-        // SAFETY: AVX-512F is there (checked); every offset the strip reads or writes lies in
-        // its slice (checked above), the output slices are distinct `&mut` borrows, so they
-        // overlap neither each other nor the inputs, and only blocks `j < blocks_out` of `z`
-        // and `out` are read or written.
+        // SAFETY: AVX-512F is there (checked); every offset a strip of the run reads lies in
+        // its slice: the input up to the largest position's last tap of the last block (checked
+        // above; every other position reads below it), the outputs and residuals up to
+        // `16·(end − start)` floats, the weights and biases as checked. The output slices are
+        // distinct `&mut` borrows, so they overlap neither each other nor the inputs, and only
+        // blocks `j < blocks_out` of `z` and `out` are read or written. The kernel reads the
+        // prefetched floats only inside `prefetch`.
         unsafe {
-            super::avx512_nchwc::conv_strip(
-                s,
+            super::avx512_nchwc::conv_strips(
+                run,
                 (taps, x.as_ptr()),
                 (w.as_ptr(), bias.as_ptr()),
-                (prefetch.as_ptr(), prefetch.len()),
+                (prefetch.as_ptr(), prefetch.len(), per_strip),
                 zp,
                 op,
                 clamp,
@@ -114,13 +227,16 @@ pub(crate) fn conv_strip(
         return true;
     }
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = (isa, prefetch);
-    portable_strip(s, taps, x, (w, bias), z, out, clamp);
+    let _ = (isa, prefetch, per_strip);
+    let mut cursor = StripCursor::new(run);
+    while let Some(s) = cursor.next_strip(run) {
+        portable_strip(&s, taps, x, (w, bias), z, out, clamp);
+    }
     true
 }
 
-/// [`conv_strip`] in plain Rust, the same sums in the same order (bounds checked by the
-/// caller).
+/// One strip of [`conv_strips`] in plain Rust, the same sums in the same order as the AVX-512
+/// kernel (bounds checked by the caller).
 fn portable_strip(
     s: &ConvStrip,
     taps: &[usize],

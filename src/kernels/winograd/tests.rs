@@ -27,13 +27,28 @@ fn params(n: usize, c: usize, h: usize, w: usize, oc: usize, pad: [usize; 4]) ->
 }
 
 /// Checks the variant of output tile `r` (4 or 2) on `p`, whichever [`output_tile`] would pick,
-/// in the order `block` forces (else [`run`]'s), against the direct f64 sum: the error stays
-/// below 1e-5 of the output scale (Σ|w·x| over the window, the sum's own conditioning).
+/// in the order `block` forces (else [`run`]'s), with its tensors in the plain layout,
+/// against the direct f64 sum: the error stays below 1e-5 of the output scale (Σ|w·x| over
+/// the window, the sum's own conditioning).
 fn check(
     isa: Isa,
     (p, r): (Conv2dParams, usize),
     act: Activation,
     block: Option<Schedule>,
+    rng: &mut Rng,
+) {
+    check_in(isa, (p, r), act, block, Layout::Plain, rng)
+}
+
+/// [`check`] with the tensors in `layout`: a blocked run reads the input reordered to the
+/// blocked layout, and its output is reordered back before the comparison (`NaN` outside
+/// what it writes would show as a mismatch).
+fn check_in(
+    isa: Isa,
+    (p, r): (Conv2dParams, usize),
+    act: Activation,
+    block: Option<Schedule>,
+    layout: Layout,
     rng: &mut Rng,
 ) {
     let x = rng.vec(p.input_len());
@@ -44,9 +59,26 @@ fn check(
     let mut want = vec![0.0; p.output_len()];
     reference::conv2d_ref(&p, &x, &w, Some(&bias), act, &mut want);
     let mut got = vec![f32::NAN; p.output_len()];
+    let ep = (Some(&bias[..]), act);
+    let blocked = layout == Layout::Blocked;
+    let input = if blocked {
+        let mut b = vec![f32::NAN; x.len()];
+        let dims = (p.batch, p.in_channels, p.in_h * p.in_w);
+        crate::kernels::nchwc::to_blocked(isa, &x, dims, &mut b).unwrap();
+        b
+    } else {
+        x.clone()
+    };
+    let mut out = vec![f32::NAN; p.output_len()];
     match block {
-        Some(s) => run_scheduled(isa, &p, &f, Some(&bias), act, (&x, &mut got), s),
-        None => run(isa, &p, &f, Some(&bias), act, &x, &mut got),
+        Some(s) => run_scheduled(isa, &p, &f, ep, layout, (&input, &mut out), s),
+        None => run(isa, &p, &f, ep, layout, &input, &mut out),
+    }
+    if blocked {
+        let dims = (p.batch, p.out_channels, p.out_h() * p.out_w());
+        crate::kernels::nchwc::to_plain(isa, &out, dims, &mut got).unwrap();
+    } else {
+        got = out;
     }
     // Inputs and weights are in [-1, 1): the window sum of |w·x| is at most 9·in_c.
     let scale = 9.0 * p.in_channels as f32;
@@ -56,6 +88,65 @@ fn check(
             "{isa:?} {p:?} [{i}]: {g} vs {e}"
         );
     }
+}
+
+/// The blocked layout (channels in blocks of 16) gives the direct convolution's values too,
+/// in every schedule: edge tiles, pads on one side, outputs smaller than a tile, several
+/// blocks of channels, a batch, and more threads than bands.
+#[test]
+fn blocked_layout_matches_direct_convolution() {
+    let mut rng = Rng::new(29);
+    for isa in cpu::test_isas() {
+        for (p, act) in [
+            (params(1, 16, 8, 8, 16, [1, 1, 1, 1]), Activation::Relu),
+            (params(2, 32, 11, 13, 48, [0, 0, 0, 0]), Activation::None),
+            (params(1, 32, 9, 7, 16, [2, 0, 1, 2]), Activation::Sigmoid),
+            (params(1, 16, 2, 5, 32, [1, 1, 0, 1]), Activation::None),
+            (params(1, 64, 14, 14, 64, [1, 1, 1, 1]), Activation::Relu),
+        ] {
+            for r in [4, 2] {
+                check_in(isa, (p, r), act, None, Layout::Blocked, &mut rng);
+            }
+        }
+        for schedule in [
+            Schedule::Phases(5),
+            Schedule::Phases(1000),
+            Schedule::Bands(3),
+            Schedule::Bands(9),
+        ] {
+            for r in [4, 2] {
+                let p = params(2, 16, 13, 10, 32, [1, 1, 1, 1]);
+                let case = (p, r);
+                check_in(
+                    isa,
+                    case,
+                    Activation::Relu,
+                    Some(schedule),
+                    Layout::Blocked,
+                    &mut rng,
+                );
+            }
+        }
+    }
+    // Phases whose output transform cuts blocks into bands (more threads than blocks).
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(8)
+        .build()
+        .unwrap();
+    pool.install(|| {
+        for isa in cpu::test_isas() {
+            let p = params(1, 16, 24, 24, 32, [1, 1, 1, 1]);
+            let case = (p, 4);
+            check_in(
+                isa,
+                case,
+                Activation::None,
+                Some(Schedule::Phases(36)),
+                Layout::Blocked,
+                &mut rng,
+            );
+        }
+    });
 }
 
 #[test]
@@ -112,12 +203,15 @@ fn phases_cut_into_row_pieces_on_many_threads() {
     assert_eq!(gemm_pieces(20, 36, 40), 1);
     // F(2×2, 3×3)'s 16 positions: 48 tasks on 16 threads are 3 pieces of each.
     assert_eq!(gemm_pieces(200, 16, 16), 3);
-    assert_eq!(output_bands(24, 5, 16, true), 5);
-    assert_eq!(output_bands(24, 5, 16, false), 1);
-    // ResNet-50's 64-channel layer at 56² (14 tile rows) on 16 threads: 8 groups × 4 bands.
-    assert_eq!(output_bands(64, 14, 16, true), 4);
-    assert_eq!(output_bands(256, 4, 16, true), 1);
-    assert_eq!(output_bands(64, 14, 1, true), 1);
+    // 24 channels are 3 groups of 8 planes.
+    assert_eq!(output_bands(3, 5, 16, true), 5);
+    assert_eq!(output_bands(3, 5, 16, false), 1);
+    // ResNet-50's 64-channel layer at 56² (14 tile rows) on 16 threads: 8 groups × 4 bands
+    // (the blocked layout's 4 blocks × 8 bands).
+    assert_eq!(output_bands(8, 14, 16, true), 4);
+    assert_eq!(output_bands(4, 14, 16, true), 8);
+    assert_eq!(output_bands(32, 4, 16, true), 1);
+    assert_eq!(output_bands(8, 14, 1, true), 1);
     let mut rng = Rng::new(23);
     for threads in [16, 40] {
         let pool = rayon::ThreadPoolBuilder::new()
