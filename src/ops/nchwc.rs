@@ -6,7 +6,9 @@
 //!   Z)` with constant OIHW weights `W`, an optional bias `B` and an optional blocked residual
 //!   `Z`, and the `strides`, `pads`, `dilations`, `activation` and `activation_params`
 //!   attributes (explicit pads: the rewrite takes no `auto_pad` but for 1×1 kernels, which
-//!   pad nothing).
+//!   pad nothing). A 3×3 kernel at stride 1 that Winograd suits (`kernels::winograd::
+//!   output_tile`, known once the shapes are) runs Winograd on the blocked tensors; every other
+//!   one the direct blocked kernel (`kernels::nchwc::BlockedConv`).
 
 use super::conv::{residual_of, Residual};
 use super::util::{f32_of, f32_out};
@@ -14,8 +16,10 @@ use super::{fused_activation, BuildCtx, Built, Kernel, OpDef, FLOAT};
 use crate::error::{Error, Result, Status};
 use crate::ir::{DataType, Tensor};
 use crate::kernels::activation::Activation;
+use crate::kernels::conv::Conv2dParams;
 use crate::kernels::cpu;
 use crate::kernels::nchwc::{self, BlockedConv, Window, BLOCK, MAX_TAPS};
+use crate::kernels::winograd::{self, WinogradFilters};
 use std::sync::Arc;
 
 /// The `ToNchwc` operator.
@@ -125,11 +129,66 @@ fn build_from(ctx: &BuildCtx) -> Result<Built> {
     })
 }
 
+/// How a blocked convolution computes.
+enum Blocked {
+    /// The direct kernel on blocked tensors.
+    Direct(Arc<BlockedConv>),
+    /// Winograd on blocked tensors, for the convolution `p` (its filters prepared for it).
+    Winograd {
+        filters: Arc<WinogradFilters>,
+        p: Conv2dParams,
+        bias: Option<Vec<f32>>,
+    },
+}
+
 struct ConvKernel {
-    conv: Arc<BlockedConv>,
+    conv: Blocked,
     image: (usize, usize, usize),
     residual: Residual,
     activation: Activation,
+}
+
+impl ConvKernel {
+    /// `out = act(conv(x) + bias + z)` (`z`: a residual of the output's shape).
+    fn compute(
+        &self,
+        x: &[f32],
+        z: Option<&[f32]>,
+        out: &mut [f32],
+        act: Activation,
+    ) -> Result<()> {
+        let isa = cpu::isa();
+        match &self.conv {
+            Blocked::Direct(conv) => conv
+                .run(isa, x, self.image, z, out, act)
+                .map_err(|e| Error::new(Status::InternalError, e.message)),
+            Blocked::Winograd { filters, p, bias } => {
+                if x.len() != p.input_len()
+                    || out.len() != p.output_len()
+                    || z.is_some_and(|z| z.len() != out.len())
+                {
+                    return Err(Error::new(
+                        Status::InternalError,
+                        format!(
+                            "blocked Winograd convolution: {} inputs, {} outputs for {p:?}",
+                            x.len(),
+                            out.len()
+                        ),
+                    ));
+                }
+                let early = if z.is_some() { Activation::None } else { act };
+                let ep = (bias.as_deref(), early);
+                winograd::run(isa, p, filters, ep, winograd::Layout::Blocked, x, out);
+                if let Some(z) = z {
+                    for (o, &r) in out.iter_mut().zip(z) {
+                        *o += r;
+                    }
+                    act.apply_isa(isa, out);
+                }
+                Ok(())
+            }
+        }
+    }
 }
 
 impl Kernel for ConvKernel {
@@ -145,12 +204,7 @@ impl Kernel for ConvKernel {
     fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor]) -> Result<()> {
         let x = f32_of(inputs, 0)?;
         let out = f32_out(&mut outputs[0])?;
-        let isa = cpu::isa();
-        let run = |z: Option<&[f32]>, out: &mut [f32], act| {
-            self.conv
-                .run(isa, x, self.image, z, out, act)
-                .map_err(|e| Error::new(Status::InternalError, e.message))
-        };
+        let run = |z: Option<&[f32]>, out: &mut [f32], act| self.compute(x, z, out, act);
         match &self.residual {
             Residual::None => run(None, out, self.activation),
             Residual::Same => run(Some(f32_of(inputs, 3)?), out, self.activation),
@@ -234,6 +288,22 @@ fn build_conv(ctx: &BuildCtx) -> Result<Built> {
         }
     };
     let wt = weights.as_f32()?;
+    if let Some((p, r)) = winograd_geometry(n, (c, h, wd), m, &window) {
+        let tag = format!("nchwc-winograd r{r} m{m} c{c}");
+        let isa = cpu::isa();
+        let filters = ctx.prepared(1, &tag, || Ok(WinogradFilters::prepare(isa, r, m, c, wt)))?;
+        let conv = Blocked::Winograd {
+            filters,
+            p,
+            bias: bias.map(|b| b.to_vec()),
+        };
+        return finish(
+            ctx,
+            conv,
+            (n, h, wd),
+            vec![n, m / BLOCK, p.out_h(), p.out_w(), BLOCK],
+        );
+    }
     // The packed form holds the bias too, so the cache key names the bias's weight: two
     // convolutions sharing filters may have different biases. A bias that is no graph weight
     // (a rewrite's constant) cannot be named, and its filters are packed for this node alone.
@@ -259,6 +329,60 @@ fn build_conv(ctx: &BuildCtx) -> Result<Built> {
         ));
     };
     let conv_shape = vec![n, m / BLOCK, oh, ow, BLOCK];
+    finish(ctx, Blocked::Direct(conv), (n, h, wd), conv_shape)
+}
+
+/// The convolution of `n` images of `c × h × w` into `m` channels over `window` as Winograd
+/// takes it, and its output tile, when Winograd suits it (a 3×3 kernel at stride 1; see
+/// `kernels::winograd::output_tile`).
+fn winograd_geometry(
+    n: usize,
+    (c, h, w): (usize, usize, usize),
+    m: usize,
+    window: &Window,
+) -> Option<(Conv2dParams, usize)> {
+    if window.kernel != (3, 3) || window.stride != (1, 1) || window.dilation != (1, 1) {
+        return None;
+    }
+    let [pad_top, pad_left, pad_bottom, pad_right] = window.pads;
+    // Pads narrower than the kernel (the rewrite takes no others): the output is not empty
+    // and no size below overflows for a tensor that exists.
+    if window.pads.iter().any(|&p| p > 2)
+        || h + pad_top + pad_bottom < 3
+        || w + pad_left + pad_right < 3
+    {
+        return None;
+    }
+    let p = Conv2dParams {
+        batch: n,
+        in_channels: c,
+        in_h: h,
+        in_w: w,
+        out_channels: m,
+        kernel_h: 3,
+        kernel_w: 3,
+        stride_h: 1,
+        stride_w: 1,
+        pad_top,
+        pad_left,
+        pad_bottom,
+        pad_right,
+        dilation_h: 1,
+        dilation_w: 1,
+        groups: 1,
+    };
+    winograd::output_tile(&p).map(|r| (p, r))
+}
+
+/// The node built: its output shape (the convolution's, `conv_shape`, or with a residual
+/// that broadcasts, the broadcast one) and kernel.
+fn finish(
+    ctx: &BuildCtx,
+    conv: Blocked,
+    image: (usize, usize, usize),
+    conv_shape: Vec<usize>,
+) -> Result<Built> {
+    let m = conv_shape[1] * BLOCK;
     let residual = residual_of(ctx, &conv_shape, 3)?;
     let shape = match &residual {
         Residual::Broadcast { z, out, .. } => {
@@ -278,7 +402,7 @@ fn build_conv(ctx: &BuildCtx) -> Result<Built> {
         outputs: vec![(DataType::F32, shape)],
         kernel: Box::new(ConvKernel {
             conv,
-            image: (n, h, wd),
+            image,
             residual,
             activation: fused_activation(ctx)?,
         }),

@@ -1,9 +1,12 @@
 //! Runs chains of convolutions on the channel-blocked layout (`kernels::nchwc`): every float32
 //! `Conv` or `FusedConv` of one group with constant filters, channel counts that are multiples
 //! of 16 and either a 1×1 kernel without padding or a strided kernel of at most 49 taps with
-//! explicit pads (ResNet's stride-2 3×3 layers; a 3×3 kernel at stride 1 stays with Winograd,
-//! which measured faster) becomes an internal `NchwcConv`, whose input and output are blocked
-//! tensors (`[N, C/16, H, W, 16]`). A `ToNchwc` reorder is made once for each plain
+//! explicit pads (ResNet's stride-2 3×3 layers) becomes an internal `NchwcConv`, whose input
+//! and output are blocked tensors (`[N, C/16, H, W, 16]`). So does a 3×3 kernel at stride 1
+//! (ResNet's other 3×3 layers, which `NchwcConv` runs with Winograd on the blocked tensors
+//! where it suits them), but only where it reads a value that is blocked already: it
+//! continues a chain rather than starting one, since on its own (YOLO's and PP-OCR's 3×3
+//! layers between concatenations and splits) it would only add reorders. A `ToNchwc` reorder is made once for each plain
 //! value such a node reads, and a `FromNchwc` once for each of their outputs that another node,
 //! a subgraph or the caller reads, so that a chain (a ResNet's block output feeding the next
 //! block's first 1×1 convolution and its residual) stays blocked between its convolutions. A
@@ -42,6 +45,10 @@ pub(super) fn block_pointwise_convs(g: &mut Graph) {
             },
         };
         let (x, out) = (spec.x, spec.out);
+        if spec.continues_only && blocked[x].is_none() {
+            nodes.push(n);
+            continue;
+        }
         let xb = match blocked[x] {
             Some(xb) => xb,
             None => {
@@ -105,6 +112,8 @@ pub(super) fn block_pointwise_convs(g: &mut Graph) {
 struct Candidate {
     x: ValueId,
     out: ValueId,
+    /// Taken only when its input is blocked already (a 3×3 kernel at stride 1).
+    continues_only: bool,
 }
 
 /// Whether node `n` is a float32 convolution the blocked kernel computes.
@@ -133,7 +142,8 @@ fn candidate(g: &Graph, n: &Node, f32s: &[bool]) -> Option<Candidate> {
     }
     let pointwise = (kh, kw) == (1, 1);
     let strided = matches!(n.attrs.get("strides"), Some(Attr::Ints(s)) if s.iter().any(|&v| v > 1));
-    if !(pointwise || strided && kh * kw <= crate::kernels::nchwc::MAX_TAPS) {
+    let continues_only = (kh, kw) == (3, 3) && !strided;
+    if !(pointwise || continues_only || strided && kh * kw <= crate::kernels::nchwc::MAX_TAPS) {
         return None;
     }
     for (key, attr) in &n.attrs {
@@ -168,7 +178,11 @@ fn candidate(g: &Graph, n: &Node, f32s: &[bool]) -> Option<Candidate> {
             return None;
         }
     }
-    Some(Candidate { x, out })
+    Some(Candidate {
+        x,
+        out,
+        continues_only,
+    })
 }
 
 /// A new value for the blocked form of `of`.
@@ -241,10 +255,40 @@ mod tests {
         out
     }
 
+    /// `Σ_c Σ_taps w[o][c][ky][kx] · x[c][y·s + ky − 1][x·s + kx − 1]` of a 3×3 kernel with
+    /// one zero on every side and stride `s` over one `h×w` image.
+    fn conv3x3(x: &[f32], (c, h, w): (usize, usize, usize), wt: &[f32], s: usize) -> Vec<f64> {
+        let m = wt.len() / (c * 9);
+        let (oh, ow) = ((h - 1) / s + 1, (w - 1) / s + 1);
+        let mut out = vec![0.0f64; m * oh * ow];
+        for o in 0..m {
+            for oy in 0..oh {
+                for ox in 0..ow {
+                    let mut sum = 0.0;
+                    for ci in 0..c {
+                        for ky in 0..3 {
+                            for kx in 0..3 {
+                                let (iy, ix) =
+                                    ((s * oy + ky) as isize - 1, (s * ox + kx) as isize - 1);
+                                if iy < 0 || ix < 0 || iy >= h as isize || ix >= w as isize {
+                                    continue;
+                                }
+                                let xv = x[(ci * h + iy as usize) * w + ix as usize] as f64;
+                                sum += wt[((o * c + ci) * 3 + ky) * 3 + kx] as f64 * xv;
+                            }
+                        }
+                    }
+                    out[(o * oh + oy) * ow + ox] = sum;
+                }
+            }
+        }
+        out
+    }
+
     /// A chain of 1×1 convolutions: one reorder in, the chain blocked (a residual from a blocked
     /// value included), reorders out only where a plain reader (a Sigmoid) or the caller reads;
-    /// a strided one, and a strided 3×3 one with pads; a 3×3 one at stride 1 and one of 24
-    /// channels stay. The engine computes what is computed here.
+    /// a strided one, a strided 3×3 one with pads and a 3×3 one at stride 1 that reads a
+    /// blocked value; one of 24 channels stays. The engine computes what is computed here.
     #[test]
     fn a_chain_runs_blocked_with_reorders_at_its_edges() {
         let (c, h, w) = (32, 5, 6);
@@ -290,7 +334,8 @@ mod tests {
                 "Sigmoid",
                 "NchwcConv",
                 "FromNchwc",
-                "Conv",
+                "NchwcConv",
+                "FromNchwc",
                 "Conv",
                 "NchwcConv",
                 "FromNchwc"
@@ -320,30 +365,80 @@ mod tests {
         assert_eq!(out[2].shape, [1, 16, 3, 3]);
         close_to(out[2].as_f32().unwrap(), &t, 1e-5, "t");
         close_to(out[4].as_f32().unwrap(), &q, 1e-5, "q");
+        // k: 3×3 at stride 1 with one zero on every side (too few tiles for Winograd: the
+        // direct blocked kernel).
+        close_to(
+            out[3].as_f32().unwrap(),
+            &conv3x3(&r, (c, h, w), &w4, 1),
+            1e-5,
+            "k",
+        );
         // u: 3×3 at stride 2 with one zero on every side, 16 outputs over 3×3.
-        let mut u = vec![0.0f64; 16 * 9];
-        for o in 0..16 {
-            for oy in 0..3 {
-                for ox in 0..3 {
-                    let mut sum = 0.0;
-                    for ci in 0..c {
-                        for ky in 0..3 {
-                            for kx in 0..3 {
-                                let (iy, ix) =
-                                    ((2 * oy + ky) as isize - 1, (2 * ox + kx) as isize - 1);
-                                if iy < 0 || ix < 0 || iy >= h as isize || ix >= w as isize {
-                                    continue;
-                                }
-                                let xv = r[(ci * h + iy as usize) * w + ix as usize] as f64;
-                                sum += w6[((o * c + ci) * 3 + ky) * 3 + kx] as f64 * xv;
-                            }
-                        }
-                    }
-                    u[(o * 3 + oy) * 3 + ox] = sum;
-                }
-            }
-        }
+        let u = conv3x3(&r, (c, h, w), &w6, 2);
         close_to(out[5].as_f32().unwrap(), &u, 1e-5, "u");
+    }
+
+    /// A 3×3 convolution at stride 1 between blocked ones runs Winograd on the blocked tensors
+    /// (32 channels over 16×16: 16 tiles of 4×4), with a residual from a blocked value and
+    /// the activation after it; so does one that reads the graph input, whose blocked copy the
+    /// chain made (its output reordered back for the caller).
+    #[test]
+    fn a_winograd_layer_continues_a_chain() {
+        let (c, h, w) = (32, 16, 16);
+        let (w1, w2, w3) = (vals(c * c, 11), vals(c * c * 9, 12), vals(c * c * 9, 13));
+        let text = format!(
+            "{HEADER} g (float[1, 32, 16, 16] x) => (float[1, 32, 16, 16] y, float[1, 32, 16, 16] p)
+             <float[32, 32, 1, 1] w1 = {{{}}}, float[32, 32, 3, 3] w2 = {{{}}},
+              float[32, 32, 3, 3] w3 = {{{}}}>
+             {{ a = Conv(x, w1)
+ r = Relu(a)
+ k = Conv<pads: ints = [1, 1, 1, 1]>(r, w2)
+                s = Add(k, r)
+ y = Relu(s)
+ p = Conv<pads: ints = [1, 1, 1, 1]>(x, w3) }}",
+            list(&w1),
+            list(&w2),
+            list(&w3)
+        );
+        let proto = crate::text::parse_model(&text).expect("parses");
+        let mut g = super::super::fuse(import(proto.clone(), Vec::new()).expect("imports"));
+        if !super::super::blocked_layout() {
+            block_pointwise_convs(&mut g);
+        }
+        assert_eq!(
+            ops(&g),
+            [
+                "ToNchwc",
+                "NchwcConv",
+                "NchwcConv",
+                "FromNchwc",
+                "NchwcConv",
+                "FromNchwc"
+            ]
+        );
+        let x = vals(c * h * w, 14);
+        let r: Vec<f32> = pointwise(&x, (c, h, w), &w1, None, 1)
+            .into_iter()
+            .map(|v| v.max(0.0) as f32)
+            .collect();
+        let y: Vec<f64> = conv3x3(&r, (c, h, w), &w2, 1)
+            .iter()
+            .zip(&r)
+            .map(|(&k, &r)| (k + r as f64).max(0.0))
+            .collect();
+        let bytes = prost::Message::encode_to_vec(&proto);
+        let exe = crate::graph::compile_executable(&bytes, Vec::new()).expect("compiles");
+        let input = crate::ir::Tensor::new(vec![1, c, h, w], crate::ir::TensorData::F32(x.clone()))
+            .expect("tensor");
+        let out = exe.run(vec![input]).expect("runs");
+        // Winograd F(4×4, 3×3) rounds more than the direct sum: 1e-4 of the values' scale.
+        close_to(out[0].as_f32().unwrap(), &y, 1e-4, "y");
+        close_to(
+            out[1].as_f32().unwrap(),
+            &conv3x3(&x, (c, h, w), &w3, 1),
+            1e-4,
+            "p",
+        );
     }
 
     /// A residual from a plain value (a graph input) keeps the convolution as it was, and so
