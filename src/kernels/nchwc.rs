@@ -260,7 +260,11 @@ impl BlockedConv {
         let in_len = [batch, self.in_channels, h, w]
             .iter()
             .try_fold(1usize, |a, &v| a.checked_mul(v));
-        let out_len = sizes.map(|(_, (oh, ow))| batch * self.out_channels * oh * ow);
+        let out_len = sizes.and_then(|(_, (oh, ow))| {
+            [batch, self.out_channels, oh, ow]
+                .iter()
+                .try_fold(1usize, |a, &v| a.checked_mul(v))
+        });
         let (Some(((hp, wp), (oh, ow))), true) = (
             sizes,
             in_len == Some(x.len())
@@ -306,9 +310,10 @@ impl BlockedConv {
         let group_out = 16 * GROUP_BLOCKS * geo.out_plane;
         let threads = rayon::current_num_threads();
         let parallel = threads > 1;
-        // Tasks: the groups of every image, each split into position ranges only when there
-        // are fewer than about four groups a thread.
-        let groups = batch * self.out_channels.div_ceil(16 * GROUP_BLOCKS);
+        // Tasks: the groups of an image (the images run one after another, each in its own
+        // parallel region), each split into position ranges only when there are fewer than
+        // about four groups a thread.
+        let groups = self.out_channels.div_ceil(16 * GROUP_BLOCKS);
         let parts = if parallel {
             (4 * threads)
                 .div_ceil(groups)

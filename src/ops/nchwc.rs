@@ -86,6 +86,16 @@ impl Kernel for Reorder {
     }
 }
 
+/// Positions of an `h × w` image, or an error naming a size that overflows.
+fn positions(ctx: &BuildCtx, h: usize, w: usize) -> Result<usize> {
+    h.checked_mul(w).ok_or_else(|| {
+        ctx.err(
+            Status::UnsupportedShape,
+            format!("an image of {h}×{w} positions is too large"),
+        )
+    })
+}
+
 fn build_to(ctx: &BuildCtx) -> Result<Built> {
     ctx.arity(1, 1, 1, 1)?;
     let x = ctx.float_input(0)?;
@@ -104,7 +114,7 @@ fn build_to(ctx: &BuildCtx) -> Result<Built> {
     Ok(Built {
         outputs: vec![(DataType::F32, vec![n, c / BLOCK, h, w, BLOCK])],
         kernel: Box::new(Reorder {
-            dims: (n, c, h * w),
+            dims: (n, c, positions(ctx, h, w)?),
             blocking: true,
         }),
     })
@@ -119,11 +129,16 @@ fn build_from(ctx: &BuildCtx) -> Result<Built> {
             format!("input of shape {:?} is not blocked", x.shape),
         ));
     };
-    let c = cb * BLOCK;
+    let c = cb.checked_mul(BLOCK).ok_or_else(|| {
+        ctx.err(
+            Status::UnsupportedShape,
+            format!("{cb} channel blocks are too many"),
+        )
+    })?;
     Ok(Built {
         outputs: vec![(DataType::F32, vec![n, c, h, w])],
         kernel: Box::new(Reorder {
-            dims: (n, c, h * w),
+            dims: (n, c, positions(ctx, h, w)?),
             blocking: false,
         }),
     })
@@ -230,7 +245,12 @@ fn build_conv(ctx: &BuildCtx) -> Result<Built> {
             format!("input of shape {:?} is not blocked", x.shape),
         ));
     };
-    let c = cb * BLOCK;
+    let c = cb.checked_mul(BLOCK).ok_or_else(|| {
+        ctx.err(
+            Status::UnsupportedShape,
+            format!("{cb} channel blocks are too many"),
+        )
+    })?;
     let (Some(weights), &[m, wc, kh, kw]) = (w.constant, w.shape) else {
         return Err(ctx.err(
             Status::InvalidModel,
@@ -345,9 +365,17 @@ fn winograd_geometry(
         return None;
     }
     let [pad_top, pad_left, pad_bottom, pad_right] = window.pads;
-    // Pads narrower than the kernel (the rewrite takes no others): the output is not empty
-    // and no size below overflows for a tensor that exists.
+    // Pads narrower than the kernel (the rewrite takes no others), and every length Winograd
+    // computes from the geometry (its input, output and transformed tiles) a product of
+    // sizes that fit: the output of a 3×3 window at stride 1 is at most the input's size
+    // plus 2 each way, its tiles at most 4 more.
+    let fits = |dims: [usize; 4]| {
+        dims.iter()
+            .try_fold(1usize, |a, &v| a.checked_mul(v))
+            .is_some()
+    };
     if window.pads.iter().any(|&p| p > 2)
+        || !fits([n, c.max(m), h.checked_add(8)?, w.checked_add(8)?])
         || h + pad_top + pad_bottom < 3
         || w + pad_left + pad_right < 3
     {
