@@ -467,10 +467,11 @@ fn gemm_pieces(n: usize, positions: usize, threads: usize) -> usize {
     (3 * threads).div_ceil(positions).clamp(1, (n / 16).max(1))
 }
 
-/// Into how many bands of tile rows [`phases`] cuts each group of `L` output planes for
-/// the output transform, on `threads` threads, for a block of `th` tile rows (`whole_rows`:
-/// the block is whole tile rows): enough for about two tasks a thread, where the `oc / L`
-/// groups alone would leave threads idle (64 channels make 8 groups: half of 16 threads).
+/// Into how many bands of tile rows [`phases`] cuts each of its `groups` output tasks (`L`
+/// output planes each, or in the blocked layout one block of 16 channels) for the output
+/// transform, on `threads` threads, for a block of `th` tile rows (`whole_rows`: the block is
+/// whole tile rows): enough for about two tasks a thread, where the groups alone would leave
+/// threads idle (64 plain channels make 8 groups: half of 16 threads).
 fn output_bands(groups: usize, th: usize, threads: usize, whole_rows: bool) -> usize {
     if threads < 2 || !whole_rows || groups >= 2 * threads {
         return 1;
@@ -508,7 +509,8 @@ where
 }
 
 /// One task of [`bands`]: the tile rows `ty0 .. ty0 + rows` of image `b`, and the rows
-/// of every output plane they cover (`planes[o]`, starting at output row `R·ty0`).
+/// of every output plane they cover (`planes[o]`, starting at output row `R·ty0`; in the
+/// blocked layout the planes are the blocks of 16 channels).
 struct Band<'t, 'o> {
     b: usize,
     ty0: usize,

@@ -365,17 +365,23 @@ fn winograd_geometry(
         return None;
     }
     let [pad_top, pad_left, pad_bottom, pad_right] = window.pads;
-    // Pads narrower than the kernel (the rewrite takes no others), and every length Winograd
-    // computes from the geometry (its input, output and transformed tiles) a product of
-    // sizes that fit: the output of a 3×3 window at stride 1 is at most the input's size
-    // plus 2 each way, its tiles at most 4 more.
+    // Pads narrower than the kernel (the rewrite takes no others), and the tensors' sizes
+    // products that fit, with room for Winograd's lengths: the output of a 3×3 window at
+    // stride 1 is at most the input's size plus 2 each way, its tiles at most 4 more, and a
+    // tile's transformed values (36 per channel) at most 2.25 times its input's floats, so
+    // the factor 64 bounds them.
     let fits = |dims: [usize; 4]| {
         dims.iter()
             .try_fold(1usize, |a, &v| a.checked_mul(v))
             .is_some()
     };
     if window.pads.iter().any(|&p| p > 2)
-        || !fits([n, c.max(m), h.checked_add(8)?, w.checked_add(8)?])
+        || !fits([
+            n,
+            c.max(m).checked_mul(64)?,
+            h.checked_add(8)?,
+            w.checked_add(8)?,
+        ])
         || h + pad_top + pad_bottom < 3
         || w + pad_left + pad_right < 3
     {
@@ -435,4 +441,130 @@ fn finish(
             activation: fused_activation(ctx)?,
         }),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::TensorData;
+
+    /// A 3×3 window at stride 1 with `pads`, dilation `d`.
+    fn window3(pads: [usize; 4], d: usize) -> Window {
+        Window {
+            kernel: (3, 3),
+            stride: (1, 1),
+            pads,
+            dilation: (d, d),
+        }
+    }
+
+    /// Winograd takes the 3×3 layers at stride 1 its own rules take (F(4×4, 3×3) for 32
+    /// channels over 16², 16 tiles), and no dilated, strided or widely padded one.
+    #[test]
+    fn winograd_takes_what_suits_it() {
+        let pads = [1; 4];
+        let (p, r) = winograd_geometry(1, (32, 16, 16), 32, &window3(pads, 1)).expect("suits");
+        assert_eq!((r, p.out_h(), p.out_w()), (4, 16, 16));
+        assert!(winograd_geometry(1, (32, 16, 16), 32, &window3(pads, 2)).is_none());
+        assert!(winograd_geometry(1, (32, 16, 16), 32, &window3([3, 1, 1, 1], 1)).is_none());
+        let strided = Window {
+            stride: (2, 2),
+            ..window3(pads, 1)
+        };
+        assert!(winograd_geometry(1, (32, 16, 16), 32, &strided).is_none());
+        // Too few tiles (4 of 4×4 over 8²): the direct blocked kernel.
+        assert!(winograd_geometry(1, (32, 8, 8), 32, &window3(pads, 1)).is_none());
+        // Sizes whose products overflow are not taken.
+        assert!(winograd_geometry(usize::MAX / 2, (32, 16, 16), 32, &window3(pads, 1)).is_none());
+    }
+
+    /// Values in [-1, 1) from a fixed sequence.
+    fn vals(n: usize, seed: u64) -> Vec<f32> {
+        let mut s = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (0..n)
+            .map(|_| {
+                s = s
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+            })
+            .collect()
+    }
+
+    fn list(v: &[f32]) -> String {
+        v.iter()
+            .map(|v| format!("{v:?}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// A model naming `NchwcConv` itself, a 3×3 layer at stride 1 that Winograd suits, runs
+    /// it on the blocked tensors with the bias, a residual of the output's shape or one that
+    /// broadcasts over the positions, and the activation after the residual: the values of
+    /// the direct sum in f64, on any ISA.
+    #[test]
+    fn a_blocked_winograd_layer_adds_its_residual_before_the_activation() {
+        let (c, h, w) = (32, 16, 16);
+        let (wt, b) = (vals(c * c * 9, 1), vals(c, 2));
+        let text = format!(
+            r#"<ir_version: 8, opset_import: ["" : 17, "onnxifi.rust" : 1]>
+g (float[1, 2, 16, 16, 16] x, float[1, 2, 16, 16, 16] z, float[1, 2, 1, 1, 16] v)
+    => (float[1, 2, 16, 16, 16] y, float[1, 2, 16, 16, 16] u)
+    <float[32, 32, 3, 3] w = {{{}}}, float[32] b = {{{}}}>
+{{ y = onnxifi.rust.NchwcConv<pads: ints = [1, 1, 1, 1], activation: string = "Relu">(x, w, b, z)
+   u = onnxifi.rust.NchwcConv<pads: ints = [1, 1, 1, 1], activation: string = "Relu">(x, w, b, v) }}"#,
+            list(&wt),
+            list(&b)
+        );
+        let proto = crate::text::parse_model(&text).expect("parses");
+        let bytes = prost::Message::encode_to_vec(&proto);
+        let exe = crate::graph::compile_executable(&bytes, Vec::new()).expect("compiles");
+        let (x, z, v) = (vals(c * h * w, 3), vals(c * h * w, 4), vals(c, 5));
+        let t = |shape: Vec<usize>, d: &[f32]| {
+            crate::ir::Tensor::new(shape, TensorData::F32(d.to_vec())).expect("tensor")
+        };
+        let out = exe
+            .run(vec![
+                t(vec![1, 2, h, w, 16], &x),
+                t(vec![1, 2, h, w, 16], &z),
+                t(vec![1, 2, 1, 1, 16], &v),
+            ])
+            .expect("runs");
+        // Channel `k` at position `p` of a blocked image.
+        let at = |k: usize, p: usize| ((k / 16) * h * w + p) * 16 + k % 16;
+        for (o, residual) in [(0, &z[..]), (1, &v[..])] {
+            let got = out[o].as_f32().expect("floats");
+            for k in 0..c {
+                for y in 0..h {
+                    for xx in 0..w {
+                        let mut sum = b[k] as f64;
+                        for ci in 0..c {
+                            for (ky, kx) in (0..3).flat_map(|a| (0..3).map(move |b| (a, b))) {
+                                let (iy, ix) = ((y + ky) as isize - 1, (xx + kx) as isize - 1);
+                                if iy < 0 || ix < 0 || iy >= h as isize || ix >= w as isize {
+                                    continue;
+                                }
+                                let p = iy as usize * w + ix as usize;
+                                let wv = wt[((k * c + ci) * 3 + ky) * 3 + kx] as f64;
+                                sum += wv * x[at(ci, p)] as f64;
+                            }
+                        }
+                        let r = if o == 0 {
+                            residual[at(k, y * w + xx)]
+                        } else {
+                            residual[k]
+                        };
+                        let want = (sum + r as f64).max(0.0);
+                        let g = got[at(k, y * w + xx)] as f64;
+                        assert!(
+                            (g - want).abs() <= 1e-4 * (1.0 + want.abs()),
+                            "output {o}, channel {k} at ({y}, {xx}): {g} vs {want}"
+                        );
+                    }
+                }
+            }
+        }
+    }
 }

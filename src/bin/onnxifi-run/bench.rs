@@ -107,12 +107,12 @@ struct Report {
     runs_profiled: usize,
 }
 
-/// `onnxifi-run bench`.
 /// Rows of `--profile`'s table by operator type.
 const PROFILE_ROWS: usize = 15;
 /// Rows of `--profile`'s table with `ONNXIFI_RUST_PROFILE=shape` (one per operator and shapes).
 const SHAPE_PROFILE_ROWS: usize = 100;
 
+/// `onnxifi-run bench`.
 pub fn cmd_bench(lib: Option<PathBuf>, args: Vec<String>) -> Result<(), CliError> {
     let Some(args) = parse(args)? else {
         out!("{USAGE}");

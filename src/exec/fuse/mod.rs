@@ -20,14 +20,14 @@
 //! - a 1×1 convolution whose output only a depthwise convolution reads becomes one
 //!   `ConvDepthwise` (computed in bands of rows), which also takes the 1×1 convolution that
 //!   alone reads its output (a MobileNetV2 block's projection).
-//!
-//! - on AVX-512, chains of 1×1 convolutions run on the channel-blocked layout, with reorders
-//!   at their edges (`nchwc`).
+//! - on AVX-512, chains of 1×1, strided and 3×3 convolutions run on the channel-blocked
+//!   layout, with reorders at their edges (`nchwc`).
 //!
 //! Modules: `half` (the half-precision weights), `affine` (the scales and shifts after a
 //! convolution), `gelu` (the GELU patterns), `swish` (the HardSwish and SiLU patterns), `layer_norm`
 //! (the layer normalizations), `matmul` (the products), `depthwise` (the 1×1 and depthwise
-//! pairs), `nchwc` (the blocked 1×1 convolutions); the other rewrites and the helpers they share are here.
+//! pairs), `nchwc` (the convolutions on the channel-blocked layout); the other rewrites and the
+//! helpers they share are here.
 
 mod affine;
 mod depthwise;
@@ -71,8 +71,8 @@ pub fn fuse(mut g: Graph) -> Graph {
     g
 }
 
-/// Whether 1×1 convolutions run on the channel-blocked layout (`nchwc`): on AVX-512, where
-/// its kernel is tuned, unless `ONNXIFI_RUST_NCHWC=0`.
+/// Whether chains of convolutions run on the channel-blocked layout (`nchwc`): on AVX-512,
+/// where its kernel is tuned, unless `ONNXIFI_RUST_NCHWC=0`.
 fn blocked_layout() -> bool {
     use crate::kernels::cpu::{self, Isa};
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();

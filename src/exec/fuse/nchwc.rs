@@ -3,10 +3,11 @@
 //! of 16 and either a 1×1 kernel without padding or a strided kernel of at most 49 taps with
 //! explicit pads (ResNet's stride-2 3×3 layers) becomes an internal `NchwcConv`, whose input
 //! and output are blocked tensors (`[N, C/16, H, W, 16]`). So does a 3×3 kernel at stride 1
-//! (ResNet's other 3×3 layers, which `NchwcConv` runs with Winograd on the blocked tensors
-//! where it suits them), but only where it reads a value that is blocked already: it
-//! continues a chain rather than starting one, since on its own (YOLO's and PP-OCR's 3×3
-//! layers between concatenations and splits) it would only add reorders. A `ToNchwc` reorder is made once for each plain
+//! and dilation 1 (ResNet's other 3×3 layers, which `NchwcConv` runs with Winograd on the
+//! blocked tensors where it suits them), but only where it reads the output of another
+//! blocked convolution: it continues a chain rather than starting one, since on its own
+//! (YOLO's and PP-OCR's 3×3 layers between concatenations and splits, or beside a blocked
+//! reader of the same plain value) it would only add reorders. A `ToNchwc` reorder is made once for each plain
 //! value such a node reads, and a `FromNchwc` once for each of their outputs that another node,
 //! a subgraph or the caller reads, so that a chain (a ResNet's block output feeding the next
 //! block's first 1×1 convolution and its residual) stays blocked between its convolutions. A
@@ -26,6 +27,8 @@ use std::collections::BTreeMap;
 pub(super) fn block_pointwise_convs(g: &mut Graph) {
     let f32s = known_f32(g);
     let mut blocked: Vec<Option<ValueId>> = vec![None; g.values.len()];
+    // The values a converted convolution computes (not the `ToNchwc` copies of plain ones).
+    let mut computed_blocked = vec![false; g.values.len()];
     // Outputs of converted nodes, by the index their node has in `nodes`.
     let mut converted_outputs: Vec<(usize, ValueId)> = Vec::new();
     let mut nodes: Vec<Node> = Vec::with_capacity(g.nodes.len());
@@ -45,7 +48,7 @@ pub(super) fn block_pointwise_convs(g: &mut Graph) {
             },
         };
         let (x, out) = (spec.x, spec.out);
-        if spec.continues_only && blocked[x].is_none() {
+        if spec.continues_only && !computed_blocked.get(x).copied().unwrap_or(false) {
             nodes.push(n);
             continue;
         }
@@ -62,6 +65,8 @@ pub(super) fn block_pointwise_convs(g: &mut Graph) {
         let ob = new_value(g, out);
         blocked.resize(g.values.len(), None);
         blocked[out] = Some(ob);
+        computed_blocked.resize(g.values.len(), false);
+        computed_blocked[out] = true;
         let mut attrs = BTreeMap::new();
         for key in [
             "strides",
@@ -112,7 +117,8 @@ pub(super) fn block_pointwise_convs(g: &mut Graph) {
 struct Candidate {
     x: ValueId,
     out: ValueId,
-    /// Taken only when its input is blocked already (a 3×3 kernel at stride 1).
+    /// Taken only when its input is another blocked convolution's output (a 3×3 kernel at
+    /// stride 1).
     continues_only: bool,
 }
 
@@ -142,7 +148,9 @@ fn candidate(g: &Graph, n: &Node, f32s: &[bool]) -> Option<Candidate> {
     }
     let pointwise = (kh, kw) == (1, 1);
     let strided = matches!(n.attrs.get("strides"), Some(Attr::Ints(s)) if s.iter().any(|&v| v > 1));
-    let continues_only = (kh, kw) == (3, 3) && !strided;
+    let dilated =
+        matches!(n.attrs.get("dilations"), Some(Attr::Ints(d)) if d.iter().any(|&v| v != 1));
+    let continues_only = (kh, kw) == (3, 3) && !strided && !dilated;
     if !(pointwise || continues_only || strided && kh * kw <= crate::kernels::nchwc::MAX_TAPS) {
         return None;
     }
@@ -380,8 +388,8 @@ mod tests {
 
     /// A 3×3 convolution at stride 1 between blocked ones runs Winograd on the blocked tensors
     /// (32 channels over 16×16: 16 tiles of 4×4), with a residual from a blocked value and
-    /// the activation after it; so does one that reads the graph input, whose blocked copy the
-    /// chain made (its output reordered back for the caller).
+    /// the activation after it; one that reads the graph input stays plain, though the chain
+    /// made a blocked copy of it (blocked, it would add a reorder of its output).
     #[test]
     fn a_winograd_layer_continues_a_chain() {
         let (c, h, w) = (32, 16, 16);
@@ -407,14 +415,7 @@ mod tests {
         }
         assert_eq!(
             ops(&g),
-            [
-                "ToNchwc",
-                "NchwcConv",
-                "NchwcConv",
-                "FromNchwc",
-                "NchwcConv",
-                "FromNchwc"
-            ]
+            ["ToNchwc", "NchwcConv", "NchwcConv", "FromNchwc", "Conv"]
         );
         let x = vals(c * h * w, 14);
         let r: Vec<f32> = pointwise(&x, (c, h, w), &w1, None, 1)
