@@ -418,23 +418,10 @@ fn phases<const R: usize, const T: usize, V: Variant<R, T>>(
                 }
                 let transform =
                     |(ta, tb): (usize, usize), y_base: usize, planes: &mut [&mut [f32]]| {
-                        for_lane_groups(layout, q * per_task * unit, planes, |o0, lanes| {
-                            simd::vectorize(
-                                lane_isa,
-                                #[inline(always)]
-                                || {
-                                    output_tiles::<R, T, V>(
-                                        p,
-                                        m,
-                                        (n, t0, tw, y_base),
-                                        ta..tb,
-                                        o0,
-                                        (bias, act),
-                                        lanes,
-                                    )
-                                },
-                            );
-                        });
+                        let at = (n, t0, tw, y_base);
+                        let o_first = q * per_task * unit;
+                        let out = (layout, o_first, planes);
+                        transform_out::<R, T, V>(lane_isa, p, (m, at), ta..tb, (bias, act), out);
                     };
                 if bands == 1 {
                     transform((0, n), 0, &mut group[..count]);
@@ -678,23 +665,15 @@ fn band_task<const R: usize, const T: usize, V: Variant<R, T>>(
         let unit = layout.unit();
         let per_task = L.div_ceil(unit);
         for (q, planes) in t.planes.chunks_mut(per_task).enumerate() {
-            for_lane_groups(layout, q * per_task * unit, planes, |o0, lanes| {
-                simd::vectorize(
-                    lane_isa,
-                    #[inline(always)]
-                    || {
-                        output_tiles::<R, T, V>(
-                            p,
-                            m,
-                            (n, t0, tw, y_base),
-                            0..n,
-                            o0,
-                            (bias, act),
-                            lanes,
-                        )
-                    },
-                );
-            });
+            let out = (layout, q * per_task * unit, planes);
+            transform_out::<R, T, V>(
+                lane_isa,
+                p,
+                (m, (n, t0, tw, y_base)),
+                0..n,
+                (bias, act),
+                out,
+            );
         }
     }
     scratch::give(v);
@@ -792,6 +771,46 @@ fn input_tile<const R: usize, const T: usize, V: Variant<R, T>>(
     }
 }
 
+/// `y[i][j][l] + b[l]` for every output `(i, j)` of a tile and lane `l`, at `flat[at(i, j,
+/// l)]`, then activated.
+#[inline(always)]
+fn activated<const R: usize>(
+    y: &[[Lanes; R]; R],
+    b: &Lanes,
+    act: Activation,
+    flat: &mut [f32],
+    at: impl Fn(usize, usize, usize) -> usize,
+) {
+    for (i, yi) in y.iter().enumerate() {
+        for (j, yij) in yi.iter().enumerate() {
+            for (l, (&v, &bl)) in yij.iter().zip(b).enumerate() {
+                flat[at(i, j, l)] = v + bl;
+            }
+        }
+    }
+    act.apply_inline(flat);
+}
+
+/// The output transform ([`output_tiles`], compiled for `lane_isa`) of the tiles `which` into
+/// `planes` (in `layout`, the first of their channels `o_first`), lane group by lane group;
+/// `m` and `at` as for [`output_tiles`].
+fn transform_out<const R: usize, const T: usize, V: Variant<R, T>>(
+    lane_isa: Isa,
+    p: &Conv2dParams,
+    (m, at): (&[f32], (usize, usize, usize, usize)),
+    which: std::ops::Range<usize>,
+    ep: (Option<&[f32]>, Activation),
+    (layout, o_first, planes): (Layout, usize, &mut [&mut [f32]]),
+) {
+    for_lane_groups(layout, o_first, planes, |o0, lanes| {
+        simd::vectorize(
+            lane_isa,
+            #[inline(always)]
+            || output_tiles::<R, T, V>(p, m, at, which.clone(), o0, ep, lanes),
+        );
+    });
+}
+
 /// Where the output transform writes the `L` output channels of a lane group.
 enum OutLanes<'a, 'b> {
     /// Their planes (fewer at the end), each from row `y_base` on.
@@ -881,14 +900,7 @@ fn output_tiles<const R: usize, const T: usize, V: Variant<R, T>>(
                 // [i][j][l]: each position's lanes side by side, as the block holds them.
                 let mut flat = [0.0f32; 16 * L];
                 let flat = &mut flat[..R * R * L];
-                for i in 0..R {
-                    for j in 0..R {
-                        for l in 0..L {
-                            flat[(i * R + j) * L + l] = y[i][j][l] + b[l];
-                        }
-                    }
-                }
-                act.apply_inline(flat);
+                activated(&y, &b, act, flat, |i, j, l| (i * R + j) * L + l);
                 for i in 0..rows {
                     let at = ((y0 - y_base + i) * ow + x0) * BLOCKED_UNIT + *lane0;
                     for j in 0..cols {
@@ -902,14 +914,7 @@ fn output_tiles<const R: usize, const T: usize, V: Variant<R, T>>(
         // [l][i][j], R² values per lane (room for the largest tile, R = 4).
         let mut flat = [0.0f32; 16 * L];
         let flat = &mut flat[..R * R * L];
-        for l in 0..L {
-            for i in 0..R {
-                for j in 0..R {
-                    flat[(l * R + i) * R + j] = y[i][j][l] + b[l];
-                }
-            }
-        }
-        act.apply_inline(flat);
+        activated(&y, &b, act, flat, |i, j, l| (l * R + i) * R + j);
         for (l, dst) in planes.iter_mut().enumerate().take(lanes) {
             for i in 0..rows {
                 let at = (y0 - y_base + i) * ow + x0;

@@ -447,6 +447,7 @@ fn finish(
 mod tests {
     use super::*;
     use crate::ir::TensorData;
+    use crate::kernels::reference::Rng;
 
     /// A 3×3 window at stride 1 with `pads`, dilation `d`.
     fn window3(pads: [usize; 4], d: usize) -> Window {
@@ -478,21 +479,6 @@ mod tests {
         assert!(winograd_geometry(usize::MAX / 2, (32, 16, 16), 32, &window3(pads, 1)).is_none());
     }
 
-    /// Values in [-1, 1) from a fixed sequence.
-    fn vals(n: usize, seed: u64) -> Vec<f32> {
-        let mut s = seed
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        (0..n)
-            .map(|_| {
-                s = s
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
-                ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-            })
-            .collect()
-    }
-
     fn list(v: &[f32]) -> String {
         v.iter()
             .map(|v| format!("{v:?}"))
@@ -507,7 +493,8 @@ mod tests {
     #[test]
     fn a_blocked_winograd_layer_adds_its_residual_before_the_activation() {
         let (c, h, w) = (32, 16, 16);
-        let (wt, b) = (vals(c * c * 9, 1), vals(c, 2));
+        let mut rng = Rng::new(1);
+        let (wt, b) = (rng.vec(c * c * 9), rng.vec(c));
         let text = format!(
             r#"<ir_version: 8, opset_import: ["" : 17, "onnxifi.rust" : 1]>
 g (float[1, 2, 16, 16, 16] x, float[1, 2, 16, 16, 16] z, float[1, 2, 1, 1, 16] v)
@@ -521,7 +508,7 @@ g (float[1, 2, 16, 16, 16] x, float[1, 2, 16, 16, 16] z, float[1, 2, 1, 1, 16] v
         let proto = crate::text::parse_model(&text).expect("parses");
         let bytes = prost::Message::encode_to_vec(&proto);
         let exe = crate::graph::compile_executable(&bytes, Vec::new()).expect("compiles");
-        let (x, z, v) = (vals(c * h * w, 3), vals(c * h * w, 4), vals(c, 5));
+        let (x, z, v) = (rng.vec(c * h * w), rng.vec(c * h * w), rng.vec(c));
         let t = |shape: Vec<usize>, d: &[f32]| {
             crate::ir::Tensor::new(shape, TensorData::F32(d.to_vec())).expect("tensor")
         };

@@ -263,6 +263,25 @@ mod tests {
         out
     }
 
+    /// The model `text` as the rewrites leave it, blocked whatever the CPU, and the outputs
+    /// the engine computes for the one input `x` of `shape`.
+    fn rewritten_and_run(
+        text: &str,
+        shape: Vec<usize>,
+        x: &[f32],
+    ) -> (Graph, Vec<crate::ir::Tensor>) {
+        let proto = crate::text::parse_model(text).expect("parses");
+        let mut g = super::super::fuse(import(proto.clone(), Vec::new()).expect("imports"));
+        if !super::super::blocked_layout() {
+            block_pointwise_convs(&mut g);
+        }
+        let bytes = prost::Message::encode_to_vec(&proto);
+        let exe = crate::graph::compile_executable(&bytes, Vec::new()).expect("compiles");
+        let input =
+            crate::ir::Tensor::new(shape, crate::ir::TensorData::F32(x.to_vec())).expect("tensor");
+        (g, exe.run(vec![input]).expect("runs"))
+    }
+
     /// `Σ_c Σ_taps w[o][c][ky][kx] · x[c][y·s + ky − 1][x·s + kx − 1]` of a 3×3 kernel with
     /// one zero on every side and stride `s` over one `h×w` image.
     fn conv3x3(x: &[f32], (c, h, w): (usize, usize, usize), wt: &[f32], s: usize) -> Vec<f64> {
@@ -326,11 +345,8 @@ mod tests {
             list(&w5),
             list(&w6)
         );
-        let proto = crate::text::parse_model(&text).expect("parses");
-        let mut g = super::super::fuse(import(proto.clone(), Vec::new()).expect("imports"));
-        if !super::super::blocked_layout() {
-            block_pointwise_convs(&mut g);
-        }
+        let x = vals(c * h * w, 7);
+        let (g, out) = rewritten_and_run(&text, vec![1, c, h, w], &x);
         assert_eq!(
             ops(&g),
             [
@@ -349,7 +365,6 @@ mod tests {
                 "FromNchwc"
             ]
         );
-        let x = vals(c * h * w, 7);
         let a: Vec<f64> = pointwise(&x, (c, h, w), &w1, Some(&b1), 1)
             .into_iter()
             .map(|v| v.max(0.0))
@@ -362,11 +377,6 @@ mod tests {
             .collect();
         let t = pointwise(&x, (c, h, w), &w3, None, 2);
         let q = pointwise(&r, (c, h, w), &w5, None, 1);
-        let bytes = prost::Message::encode_to_vec(&proto);
-        let exe = crate::graph::compile_executable(&bytes, Vec::new()).expect("compiles");
-        let input = crate::ir::Tensor::new(vec![1, c, h, w], crate::ir::TensorData::F32(x.clone()))
-            .expect("tensor");
-        let out = exe.run(vec![input]).expect("runs");
         close_to(out[0].as_f32().unwrap(), &e, 1e-5, "e");
         let s: Vec<f64> = a.iter().map(|&v| 1.0 / (1.0 + (-v).exp())).collect();
         close_to(out[1].as_f32().unwrap(), &s, 1e-5, "s");
@@ -398,26 +408,18 @@ mod tests {
             "{HEADER} g (float[1, 32, 16, 16] x) => (float[1, 32, 16, 16] y, float[1, 32, 16, 16] p)
              <float[32, 32, 1, 1] w1 = {{{}}}, float[32, 32, 3, 3] w2 = {{{}}},
               float[32, 32, 3, 3] w3 = {{{}}}>
-             {{ a = Conv(x, w1)
- r = Relu(a)
- k = Conv<pads: ints = [1, 1, 1, 1]>(r, w2)
-                s = Add(k, r)
- y = Relu(s)
- p = Conv<pads: ints = [1, 1, 1, 1]>(x, w3) }}",
+             {{ a = Conv(x, w1)\n r = Relu(a)\n k = Conv<pads: ints = [1, 1, 1, 1]>(r, w2)
+                s = Add(k, r)\n y = Relu(s)\n p = Conv<pads: ints = [1, 1, 1, 1]>(x, w3) }}",
             list(&w1),
             list(&w2),
             list(&w3)
         );
-        let proto = crate::text::parse_model(&text).expect("parses");
-        let mut g = super::super::fuse(import(proto.clone(), Vec::new()).expect("imports"));
-        if !super::super::blocked_layout() {
-            block_pointwise_convs(&mut g);
-        }
+        let x = vals(c * h * w, 14);
+        let (g, out) = rewritten_and_run(&text, vec![1, c, h, w], &x);
         assert_eq!(
             ops(&g),
             ["ToNchwc", "NchwcConv", "NchwcConv", "FromNchwc", "Conv"]
         );
-        let x = vals(c * h * w, 14);
         let r: Vec<f32> = pointwise(&x, (c, h, w), &w1, None, 1)
             .into_iter()
             .map(|v| v.max(0.0) as f32)
@@ -427,11 +429,6 @@ mod tests {
             .zip(&r)
             .map(|(&k, &r)| (k + r as f64).max(0.0))
             .collect();
-        let bytes = prost::Message::encode_to_vec(&proto);
-        let exe = crate::graph::compile_executable(&bytes, Vec::new()).expect("compiles");
-        let input = crate::ir::Tensor::new(vec![1, c, h, w], crate::ir::TensorData::F32(x.clone()))
-            .expect("tensor");
-        let out = exe.run(vec![input]).expect("runs");
         // Winograd F(4×4, 3×3) rounds more than the direct sum: 1e-4 of the values' scale.
         close_to(out[0].as_f32().unwrap(), &y, 1e-4, "y");
         close_to(
