@@ -282,34 +282,31 @@ mod tests {
         (g, exe.run(vec![input]).expect("runs"))
     }
 
-    /// `Σ_c Σ_taps w[o][c][ky][kx] · x[c][y·s + ky − 1][x·s + kx − 1]` of a 3×3 kernel with
-    /// one zero on every side and stride `s` over one `h×w` image.
+    /// A 3×3 convolution with one zero on every side and stride `s` over one `h×w` image, by
+    /// the kernels' naive reference.
     fn conv3x3(x: &[f32], (c, h, w): (usize, usize, usize), wt: &[f32], s: usize) -> Vec<f64> {
-        let m = wt.len() / (c * 9);
-        let (oh, ow) = ((h - 1) / s + 1, (w - 1) / s + 1);
-        let mut out = vec![0.0f64; m * oh * ow];
-        for o in 0..m {
-            for oy in 0..oh {
-                for ox in 0..ow {
-                    let mut sum = 0.0;
-                    for ci in 0..c {
-                        for ky in 0..3 {
-                            for kx in 0..3 {
-                                let (iy, ix) =
-                                    ((s * oy + ky) as isize - 1, (s * ox + kx) as isize - 1);
-                                if iy < 0 || ix < 0 || iy >= h as isize || ix >= w as isize {
-                                    continue;
-                                }
-                                let xv = x[(ci * h + iy as usize) * w + ix as usize] as f64;
-                                sum += wt[((o * c + ci) * 3 + ky) * 3 + kx] as f64 * xv;
-                            }
-                        }
-                    }
-                    out[(o * oh + oy) * ow + ox] = sum;
-                }
-            }
-        }
-        out
+        let p = crate::kernels::conv::Conv2dParams {
+            batch: 1,
+            in_channels: c,
+            in_h: h,
+            in_w: w,
+            out_channels: wt.len() / (c * 9),
+            kernel_h: 3,
+            kernel_w: 3,
+            stride_h: s,
+            stride_w: s,
+            pad_top: 1,
+            pad_left: 1,
+            pad_bottom: 1,
+            pad_right: 1,
+            dilation_h: 1,
+            dilation_w: 1,
+            groups: 1,
+        };
+        let mut out = vec![0.0f32; p.output_len()];
+        let none = crate::kernels::Activation::None;
+        crate::kernels::reference::conv2d_ref(&p, x, wt, None, none, &mut out);
+        out.into_iter().map(f64::from).collect()
     }
 
     /// A chain of 1×1 convolutions: one reorder in, the chain blocked (a residual from a blocked
