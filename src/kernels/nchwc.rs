@@ -83,6 +83,9 @@ fn reorder(
     }
     let piece = BLOCK * plane;
     let one = |(src, dst): (&[f32], &mut [f32])| {
+        if simd::reorder_block(isa, src, dst, plane, blocking) {
+            return;
+        }
         simd::vectorize(
             isa,
             #[inline(always)]

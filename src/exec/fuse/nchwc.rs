@@ -15,7 +15,10 @@
 //! `ToNchwc` copy made for an earlier reader): those have a multiple of 16 channels, which a
 //! valid residual then matches, and broadcasting over N, H and W means the same blocked. Pads
 //! are taken only when each is smaller than the kernel along its axis, which bounds the staged
-//! copy. Runs last, after every other fusion.
+//! copy. A group of converted convolutions linked by the blocked values they read, made only
+//! of 1×1 convolutions at stride 1, stays plain: the layout gains them nothing and their
+//! reorders cost (PP-OCR's and MobileNet's lone 1×1 layers between depthwise ones). Runs last,
+//! after every other fusion.
 
 use super::matmul::known_f32;
 use super::{constant_f32, is_default, is_internal};
@@ -23,19 +26,62 @@ use crate::ir::{Attr, Graph, Node, ValueId, ValueInfo};
 use crate::ops;
 use std::collections::BTreeMap;
 
-/// Blocks every such convolution of `g`.
+/// Blocks every such convolution of `g`, but for the groups of them that only 1×1 convolutions
+/// at stride 1 make up (see [`pointwise_only_groups`]).
 pub(super) fn block_pointwise_convs(g: &mut Graph) {
+    let mut trial = g.clone();
+    let groups = convert(&mut trial, &[]);
+    let excluded = pointwise_only_groups(&groups);
+    if excluded.iter().any(|&e| e) {
+        convert(g, &excluded);
+    } else {
+        *g = trial;
+    }
+}
+
+/// Which of `g`'s nodes the conversion leaves plain: those of every group (the converted
+/// nodes linked by the blocked values they read: one's output, a shared `ToNchwc` copy, a
+/// residual) made only of 1×1 convolutions at stride 1. Such a group gains nothing from the
+/// layout and pays its reorders: blocked with its reorders against the plain GEMM, single
+/// 1×1 layers ran 1.1–4.6× slower (`onnxifi-run bench`, 1 thread: 16→32 at 320², 32→16 at
+/// 112², 48→48 at 160², 240→240 at 40², …) and level at 7² and 14², and PP-OCRv4's
+/// recogniser and detector, whose blocked groups are such layers between depthwise ones, ran
+/// 0.86× faster plain. Groups with a spatial or strided convolution are ResNet's chains,
+/// which gain from the direct blocked kernels.
+fn pointwise_only_groups(groups: &[Option<(usize, bool)>]) -> Vec<bool> {
+    let mut spatial = vec![false; groups.len()];
+    for &(root, pointwise) in groups.iter().flatten() {
+        spatial[root] |= !pointwise;
+    }
+    groups
+        .iter()
+        .map(|g| g.is_some_and(|(root, _)| !spatial[root]))
+        .collect()
+}
+
+/// Converts every candidate of `g` not `excluded` (by node index; an empty slice excludes
+/// none) into an `NchwcConv`, with its reorders. Returns, for each of `g`'s nodes before the
+/// conversion, `(group, pointwise)` when converted: the index of a node of its group (the same
+/// for the whole group) and whether it is a 1×1 convolution at stride 1.
+fn convert(g: &mut Graph, excluded: &[bool]) -> Vec<Option<(usize, bool)>> {
     let f32s = known_f32(g);
     let mut blocked: Vec<Option<ValueId>> = vec![None; g.values.len()];
     // The values a converted convolution computes (not the `ToNchwc` copies of plain ones).
     let mut computed_blocked = vec![false; g.values.len()];
+    // The node (by index before the conversion) that computes or first read each blocked value.
+    let mut owner: Vec<Option<usize>> = vec![None; g.values.len()];
+    let mut parent: Vec<usize> = (0..g.nodes.len()).collect();
+    let mut pointwise = vec![None; g.nodes.len()];
     // Outputs of converted nodes, by the index their node has in `nodes`.
     let mut converted_outputs: Vec<(usize, ValueId)> = Vec::new();
     let mut nodes: Vec<Node> = Vec::with_capacity(g.nodes.len());
-    for n in std::mem::take(&mut g.nodes) {
-        let Some(spec) = candidate(g, &n, &f32s) else {
-            nodes.push(n);
-            continue;
+    for (i, n) in std::mem::take(&mut g.nodes).into_iter().enumerate() {
+        let spec = match candidate(g, &n, &f32s) {
+            Some(spec) if !excluded.get(i).copied().unwrap_or(false) => spec,
+            _ => {
+                nodes.push(n);
+                continue;
+            }
         };
         let z = match n.inputs.get(3).copied().flatten() {
             None => None,
@@ -52,6 +98,16 @@ pub(super) fn block_pointwise_convs(g: &mut Graph) {
             nodes.push(n);
             continue;
         }
+        for v in [Some(x), n.inputs.get(3).copied().flatten()]
+            .into_iter()
+            .flatten()
+        {
+            match owner[v] {
+                Some(j) => union(&mut parent, i, j),
+                None => owner[v] = Some(i),
+            }
+        }
+        pointwise[i] = Some(spec.pointwise);
         let xb = match blocked[x] {
             Some(xb) => xb,
             None => {
@@ -67,6 +123,7 @@ pub(super) fn block_pointwise_convs(g: &mut Graph) {
         blocked[out] = Some(ob);
         computed_blocked.resize(g.values.len(), false);
         computed_blocked[out] = true;
+        owner[out] = Some(i);
         let mut attrs = BTreeMap::new();
         for key in [
             "strides",
@@ -111,6 +168,24 @@ pub(super) fn block_pointwise_convs(g: &mut Graph) {
         with_reorders.extend(back);
     }
     g.nodes = with_reorders;
+    (0..pointwise.len())
+        .map(|i| pointwise[i].map(|p| (find(&mut parent, i), p)))
+        .collect()
+}
+
+/// The root of `i`'s set in the union-find forest `parent` (paths halved on the way).
+fn find(parent: &mut [usize], mut i: usize) -> usize {
+    while parent[i] != i {
+        parent[i] = parent[parent[i]];
+        i = parent[i];
+    }
+    i
+}
+
+/// Joins the sets of `i` and `j` in `parent`.
+fn union(parent: &mut [usize], i: usize, j: usize) {
+    let (a, b) = (find(parent, i), find(parent, j));
+    parent[a] = b;
 }
 
 /// The input and output of a convolution that can run blocked.
@@ -120,6 +195,8 @@ struct Candidate {
     /// Taken only when its input is another blocked convolution's output (a 3×3 kernel at
     /// stride 1).
     continues_only: bool,
+    /// A 1×1 kernel at stride 1.
+    pointwise: bool,
 }
 
 /// Whether node `n` is a float32 convolution the blocked kernel computes.
@@ -190,6 +267,7 @@ fn candidate(g: &Graph, n: &Node, f32s: &[bool]) -> Option<Candidate> {
         x,
         out,
         continues_only,
+        pointwise: pointwise && !strided,
     })
 }
 
@@ -466,14 +544,44 @@ mod tests {
         block_pointwise_convs(&mut g);
         assert_eq!(ops(&g), ["Conv"]);
     }
+
+    /// A group of only 1×1 convolutions at stride 1 (two in a chain, and a third reading the
+    /// first's input) stays plain: its reorders would cost more than the layout gains. The
+    /// engine computes the chain as here.
+    #[test]
+    fn a_group_of_pointwise_layers_stays_plain() {
+        let (c, h, w) = (32, 3, 5);
+        let (w1, w2, w3) = (vals(c * c, 21), vals(16 * c, 22), vals(c * c, 23));
+        let text = format!(
+            "{HEADER} g (float[1, 32, 3, 5] x) => (float[1, 16, 3, 5] y, float[1, 32, 3, 5] q)
+             <float[32, 32, 1, 1] w1 = {{{}}}, float[16, 32, 1, 1] w2 = {{{}}},
+              float[32, 32, 1, 1] w3 = {{{}}}>
+             {{ a = Conv(x, w1)\n r = Relu(a)\n y = Conv(r, w2)\n q = Conv(x, w3) }}",
+            list(&w1),
+            list(&w2),
+            list(&w3)
+        );
+        let x = vals(c * h * w, 24);
+        let (g, out) = rewritten_and_run(&text, vec![1, c, h, w], &x);
+        assert_eq!(ops(&g), ["FusedConv", "Conv", "Conv"]);
+        let r: Vec<f32> = pointwise(&x, (c, h, w), &w1, None, 1)
+            .into_iter()
+            .map(|v| v.max(0.0) as f32)
+            .collect();
+        let y = pointwise(&r, (c, h, w), &w2, None, 1);
+        close_to(out[0].as_f32().unwrap(), &y, 1e-5, "y");
+        let q = pointwise(&x, (c, h, w), &w3, None, 1);
+        close_to(out[1].as_f32().unwrap(), &q, 1e-5, "q");
+    }
 }
 
 #[cfg(test)]
 mod shared_weights {
-    use super::super::tests::{close_to, vals, HEADER};
+    use super::super::tests::{close_to, ops, vals, HEADER};
 
     /// Two blocked convolutions of one weight with different biases each add their own (the
-    /// packed filters, which hold the bias, are cached per weight and bias).
+    /// packed filters, which hold the bias, are cached per weight and bias). A strided one
+    /// reading the same input keeps the group blocked.
     #[test]
     fn shared_filters_keep_their_own_biases() {
         let w = vals(16 * 16, 1);
@@ -484,14 +592,32 @@ mod shared_weights {
                 .join(", ")
         };
         let text = format!(
-            "{HEADER} g (float[1, 16, 1, 2] x) => (float[1, 16, 1, 2] y, float[1, 16, 1, 2] z)
+            "{HEADER} g (float[1, 16, 1, 2] x)
+                 => (float[1, 16, 1, 2] y, float[1, 16, 1, 2] z, float[1, 16, 1, 1] t)
              <float[16, 16, 1, 1] w = {{{}}}, float[16] b1 = {{{}}}, float[16] b2 = {{{}}}>
-             {{ y = Conv(x, w, b1)\n z = Conv(x, w, b2) }}",
+             {{ y = Conv(x, w, b1)\n z = Conv(x, w, b2)\n t = Conv<strides: ints = [2, 2]>(x, w) }}",
             list(&w),
             list(&[1.0; 16]),
             list(&[-3.0; 16])
         );
         let proto = crate::text::parse_model(&text).expect("parses");
+        let imported = crate::ir::import::import(proto.clone(), Vec::new()).expect("imports");
+        let mut g = super::super::fuse(imported);
+        if !super::super::blocked_layout() {
+            super::block_pointwise_convs(&mut g);
+        }
+        assert_eq!(
+            ops(&g),
+            [
+                "ToNchwc",
+                "NchwcConv",
+                "FromNchwc",
+                "NchwcConv",
+                "FromNchwc",
+                "NchwcConv",
+                "FromNchwc"
+            ]
+        );
         let bytes = prost::Message::encode_to_vec(&proto);
         let exe = crate::graph::compile_executable(&bytes, Vec::new()).expect("compiles");
         let x = vals(32, 2);

@@ -10,9 +10,13 @@ use crate::kernels::reference::{self, activation_ref, Rng};
 
 #[test]
 fn reorders_follow_the_layout_and_invert_each_other() {
-    let (n, c, plane) = (2, 32, 7);
-    let x: Vec<f32> = (0..n * c * plane).map(|v| v as f32).collect();
-    for isa in cpu::test_isas() {
+    // Planes of whole transposes of 16 positions, of a tail only, and of both.
+    for (isa, plane) in cpu::test_isas()
+        .into_iter()
+        .flat_map(|isa| [1, 7, 16, 37].map(|plane| (isa, plane)))
+    {
+        let (n, c) = (2, 32);
+        let x: Vec<f32> = (0..n * c * plane).map(|v| v as f32).collect();
         let mut b = vec![0.0; x.len()];
         to_blocked(isa, &x, (n, c, plane), &mut b).unwrap();
         for img in 0..n {
@@ -20,13 +24,16 @@ fn reorders_follow_the_layout_and_invert_each_other() {
                 for p in 0..plane {
                     let want = x[(img * c + ch) * plane + p];
                     let at = ((img * (c / 16) + ch / 16) * plane + p) * 16 + ch % 16;
-                    assert_eq!(b[at], want, "{isa:?} image {img} channel {ch} position {p}");
+                    assert_eq!(
+                        b[at], want,
+                        "{isa:?} {plane} image {img} channel {ch} at {p}"
+                    );
                 }
             }
         }
         let mut back = vec![0.0; x.len()];
         to_plain(isa, &b, (n, c, plane), &mut back).unwrap();
-        assert_eq!(back, x, "{isa:?}");
+        assert_eq!(back, x, "{isa:?} {plane}");
     }
     let mut out = vec![0.0; 24];
     assert!(to_blocked(Isa::Portable, &[0.0; 24], (1, 24, 1), &mut out).is_err());

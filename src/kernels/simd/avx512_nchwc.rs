@@ -145,3 +145,81 @@ unsafe fn conv_strip(
         }
     }
 }
+
+/// Transposes the 16×16 matrix whose rows are `r` (row `i`, lane `j` becomes row `j`, lane
+/// `i`): pairs of rows interleaved by floats, then by pairs of floats, then 128-bit lanes
+/// exchanged in two steps (64 shuffles).
+#[target_feature(enable = "avx512f")]
+#[inline]
+fn transpose16(r: &mut [__m512; 16]) {
+    let mut t = [_mm512_setzero_ps(); 16];
+    for i in 0..8 {
+        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    // `u[4g + m]` holds, in 128-bit lane `L`, rows `4g .. 4g + 4` of column `4L + m`.
+    let mut u = [_mm512_setzero_ps(); 16];
+    for g in 0..4 {
+        let (a, b) = (t[4 * g], t[4 * g + 2]);
+        let (c, d) = (t[4 * g + 1], t[4 * g + 3]);
+        let pd = _mm512_castps_pd;
+        u[4 * g] = _mm512_castpd_ps(_mm512_unpacklo_pd(pd(a), pd(b)));
+        u[4 * g + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(pd(a), pd(b)));
+        u[4 * g + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(pd(c), pd(d)));
+        u[4 * g + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(pd(c), pd(d)));
+    }
+    for m in 0..4 {
+        // Lanes 0–1 and 2–3 of rows 0–7, then of rows 8–15, for column `4L + m`.
+        let v = _mm512_shuffle_f32x4::<0x44>(u[m], u[4 + m]);
+        let w = _mm512_shuffle_f32x4::<0xEE>(u[m], u[4 + m]);
+        let v2 = _mm512_shuffle_f32x4::<0x44>(u[8 + m], u[12 + m]);
+        let w2 = _mm512_shuffle_f32x4::<0xEE>(u[8 + m], u[12 + m]);
+        r[m] = _mm512_shuffle_f32x4::<0x88>(v, v2);
+        r[4 + m] = _mm512_shuffle_f32x4::<0xDD>(v, v2);
+        r[8 + m] = _mm512_shuffle_f32x4::<0x88>(w, w2);
+        r[12 + m] = _mm512_shuffle_f32x4::<0xDD>(w, w2);
+    }
+}
+
+/// Reorders one block of 16 channels between the plain layout (`src` or `dst` holding 16
+/// planes of `plane` floats) and the blocked one (16 floats per position): blocked from
+/// plain when `blocking`, else plain from blocked. Sixteen positions at a time by a 16×16
+/// transpose in registers; the last `plane % 16` by masked loads and stores.
+///
+/// # Safety
+/// - The CPU supports AVX-512F.
+/// - `src` is readable and `dst` writable for `16 · plane` floats, and they do not overlap.
+#[target_feature(enable = "avx512f")]
+pub(super) unsafe fn reorder_block(src: *const f32, dst: *mut f32, plane: usize, blocking: bool) {
+    let mut p = 0;
+    while p < plane {
+        let n = (plane - p).min(16);
+        let mask: __mmask16 = if n == 16 { 0xFFFF } else { (1u16 << n) - 1 };
+        let mut r = [_mm512_setzero_ps(); 16];
+        // SAFETY: every access is inside the block's `16 · plane` floats: the plain side's
+        // planes `i` at positions `p .. p + n` (masked lanes are not touched), the blocked
+        // side's positions `p .. p + n` (contract).
+        unsafe {
+            if blocking {
+                for (i, r) in r.iter_mut().enumerate() {
+                    *r = _mm512_maskz_loadu_ps(mask, src.add(i * plane + p));
+                }
+            } else {
+                for (j, r) in r.iter_mut().enumerate().take(n) {
+                    *r = _mm512_loadu_ps(src.add((p + j) * 16));
+                }
+            }
+            transpose16(&mut r);
+            if blocking {
+                for (j, r) in r.iter().enumerate().take(n) {
+                    _mm512_storeu_ps(dst.add((p + j) * 16), *r);
+                }
+            } else {
+                for (i, r) in r.iter().enumerate() {
+                    _mm512_mask_storeu_ps(dst.add(i * plane + p), mask, *r);
+                }
+            }
+        }
+        p += n;
+    }
+}

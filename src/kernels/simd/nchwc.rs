@@ -290,3 +290,32 @@ fn portable_strip(
         }
     }
 }
+
+/// Reorders one block of 16 channels with the ISA's transpose kernel: `dst` (16 floats per
+/// position) from `src` (16 planes of `plane` floats) when `blocking`, else the other way.
+/// Returns `false`, writing nothing, when the ISA has no such kernel or a slice is not
+/// `16 · plane` floats long.
+pub(crate) fn reorder_block(
+    isa: Isa,
+    src: &[f32],
+    dst: &mut [f32],
+    plane: usize,
+    blocking: bool,
+) -> bool {
+    let len = plane.checked_mul(16);
+    if len != Some(src.len()) || len != Some(dst.len()) {
+        return false;
+    }
+    #[cfg(target_arch = "x86_64")]
+    if isa == Isa::Avx512 && cpu::supported(isa) {
+        // SAFETY: AVX-512F is there (checked); both slices hold the block's `16 · plane` floats
+        // (checked), and a shared and a `&mut` borrow do not overlap.
+        unsafe {
+            super::avx512_nchwc::reorder_block(src.as_ptr(), dst.as_mut_ptr(), plane, blocking)
+        };
+        return true;
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (isa, blocking);
+    false
+}
