@@ -23,7 +23,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use super::activation::Activation;
 use super::aligned::AlignedVec;
 use super::cpu::Isa;
-use super::simd::{self, StripRun, GROUP_BLOCKS, STRIP};
+use super::simd::{self, strip_len, StripRun, GROUP_BLOCKS};
 use super::{scratch, KernelError};
 
 /// Channels per block.
@@ -472,7 +472,8 @@ impl Task<'_> {
     ) {
         if parts > 1 {
             let left = parts / 2;
-            let mid = (a + ((b - a) * left / parts).div_ceil(STRIP) * STRIP).min(b);
+            let strip = strip_len(self.blocks);
+            let mid = (a + ((b - a) * left / parts).div_ceil(strip) * strip).min(b);
             let at = 16 * (mid - a);
             let mut left_out: [&mut [f32]; GROUP_BLOCKS] = Default::default();
             let mut right_out: [&mut [f32]; GROUP_BLOCKS] = Default::default();
@@ -528,7 +529,7 @@ impl Task<'_> {
         let (row_step, col_step) = (sh * geo.w, sw);
         // A pass's filters stay in L1: 8 blocks of a 1×1 kernel, one of a 3×3.
         let pass_blocks = (PASS_BLOCKS / taps.len()).max(1);
-        let strips = (b - a).div_ceil(STRIP);
+        let strips = (b - a).div_ceil(strip_len(self.blocks));
         let mut b0 = 0;
         while b0 < blocks_in {
             let nbi = pass_blocks.min(blocks_in - b0);

@@ -190,6 +190,22 @@ fn pointwise_in_parallel_matches_the_reference() {
                 false,
                 &mut rng,
             );
+            // One and two output blocks: strips of 24 and 12 positions, the tasks split at
+            // whole strips, edge strips at the ends.
+            check(
+                isa,
+                (1, 32, 20, 21, 16, (1, 1)),
+                Activation::Relu,
+                true,
+                &mut rng,
+            );
+            check(
+                isa,
+                (1, 48, 17, 19, 32, (1, 1)),
+                Activation::None,
+                false,
+                &mut rng,
+            );
         }
     });
 }

@@ -1,12 +1,13 @@
-//! AVX-512F convolution on the channel-blocked layout (`NCHW16c`): one strip of [`STRIP`]
-//! output positions times four blocks of 16 output channels in 24 accumulators; each step of
-//! the input channels and kernel taps loads the four blocks' weights once (one 64-float row of
+//! AVX-512F convolution on the channel-blocked layout (`NCHW16c`): one strip of output
+//! positions times the blocks of 16 output channels it writes (up to four) in 24
+//! accumulators (6 positions of four blocks, 8 of three, 12 of two, 24 of one); each step of
+//! the input channels and kernel taps loads the blocks' weights once (from one 64-float row of
 //! the packed filters) and broadcasts the input value of every position.
 #![allow(clippy::incompatible_msrv)] // AVX-512 intrinsics are stable since Rust 1.89.
 
 use std::arch::x86_64::*;
 
-use super::nchwc::{ConvStrip, StripCursor, StripRun, GROUP_BLOCKS, STRIP};
+use super::nchwc::{ConvStrip, StripCursor, StripRun, GROUP_BLOCKS};
 
 /// Every strip of `run` in turn (see [`conv_strip`]), strip `k` prefetching floats `k ·
 /// per_strip ..` of `prefetch` (at most `per_strip` of them, none past `prefetch_len`).
@@ -30,25 +31,26 @@ pub(super) unsafe fn conv_strips(
     let mut from = 0usize;
     while let Some(s) = cursor.next_strip(run) {
         let len = per_strip.min(prefetch_len.saturating_sub(from));
-        // SAFETY: the strip meets `conv_strip`'s contract (this function's); its prefetched
-        // floats `from .. from + len` lie inside `prefetch_len` (`len` is 0 past it).
+        let pf = (prefetch.wrapping_add(from), len);
+        // SAFETY: the strip meets `conv_strip`'s contract (this function's), for the
+        // positions and blocks of its width (`strip_len(blocks_out)` positions, which the
+        // cursor filled); its prefetched floats `from .. from + len` lie inside
+        // `prefetch_len` (`len` is 0 past it).
         unsafe {
-            conv_strip(
-                &s,
-                (taps, x),
-                (w, bias),
-                (prefetch.wrapping_add(from), len),
-                z,
-                out,
-                clamp,
-            )
+            match s.blocks_out {
+                1 => conv_strip::<24, 1>(&s, (taps, x), (w, bias), pf, z, out, clamp),
+                2 => conv_strip::<12, 2>(&s, (taps, x), (w, bias), pf, z, out, clamp),
+                3 => conv_strip::<8, 3>(&s, (taps, x), (w, bias), pf, z, out, clamp),
+                _ => conv_strip::<6, 4>(&s, (taps, x), (w, bias), pf, z, out, clamp),
+            }
         };
         from = from.saturating_add(per_strip);
     }
 }
 
-/// One strip: `out[j][s.out_pos[p] + l] = clamp(acc + z)` for output block `j <
-/// s.blocks_out`, position `p < STRIP` and lane `l < 16`, where `acc` starts from `bias[16·j +
+/// One strip of `P` positions and `B` output blocks (`B = s.blocks_out`, `P·B = 24`):
+/// `out[j][s.out_pos[p] + l] = clamp(acc + z)` for output block `j < B`, position `p < P`
+/// and lane `l < 16`, where `acc` starts from `bias[16·j +
 /// l]` (when `s.first`) or from the output's own value, and adds, over the strip's input
 /// blocks `cb`, the taps `t` and the block's channels `k`, `x[s.x_pos[p] + cb·s.x_block +
 /// taps[t] + k] · w[((cb·T + t)·16 + k)·64 + 16·j + l]` (`T = taps.len()`); `z` (null: none) and `clamp` apply only when `s.last`. Meanwhile the
@@ -56,15 +58,15 @@ pub(super) unsafe fn conv_strips(
 /// input channels (more when there are more lines than steps).
 ///
 /// # Safety
-/// - The CPU supports AVX-512F.
-/// - `x` is readable at `s.x_pos[p] + cb·s.x_block + taps[t] + k` for every `p`, `cb <
+/// - The CPU supports AVX-512F; `B ≤ GROUP_BLOCKS`, `P ≤ MAX_STRIP`.
+/// - `x` is readable at `s.x_pos[p] + cb·s.x_block + taps[t] + k` for every `p < P`, `cb <
 ///   s.blocks_in`, `t` and `k < 16`; `w` for `s.blocks_in · T · 1024` floats and `bias` for 64.
-/// - For `j < s.blocks_out`, `out[j]` is valid for reads and writes, and a non-null `z[j]`
-///   for reads, of 16 floats at every `s.out_pos[p]`, overlapping neither `x`, `w` nor `bias`.
+/// - For `j < B`, `out[j]` is valid for reads and writes, and a non-null `z[j]` for reads,
+///   of 16 floats at every `s.out_pos[p]`, `p < P`, overlapping neither `x`, `w` nor `bias`.
 /// - `prefetch` is readable for `prefetch_len` floats.
 #[target_feature(enable = "avx512f")]
 #[inline]
-unsafe fn conv_strip(
+unsafe fn conv_strip<const P: usize, const B: usize>(
     s: &ConvStrip,
     (taps, x): (&[usize], *const f32),
     (w, bias): (*const f32, *const f32),
@@ -73,24 +75,22 @@ unsafe fn conv_strip(
     out: [*mut f32; GROUP_BLOCKS],
     clamp: Option<(f32, f32)>,
 ) {
-    let nb = s.blocks_out;
-    let mut acc: [[__m512; GROUP_BLOCKS]; STRIP] = if s.first {
-        // SAFETY: 64 biases (contract).
-        let b: [__m512; GROUP_BLOCKS] =
-            std::array::from_fn(|j| unsafe { _mm512_loadu_ps(bias.add(16 * j)) });
-        [b; STRIP]
-    } else {
-        std::array::from_fn(|p| {
-            std::array::from_fn(|j| {
-                if j < nb {
-                    // SAFETY: block `j < blocks_out` at position `p` (contract).
-                    unsafe { _mm512_loadu_ps(out[j].add(s.out_pos[p])) }
+    // Position `p`, block `j` at `p·B + j`: one flat array of the 24 registers (nested arrays
+    // of 12 × 2 were kept in memory, every sum stored back after its FMA).
+    let mut acc = [_mm512_setzero_ps(); 24];
+    for p in 0..P {
+        for j in 0..B {
+            // SAFETY: 64 biases, of which the first `16·B` are read; block `j < B` at position
+            // `p < P` (contract).
+            acc[j * P + p] = unsafe {
+                if s.first {
+                    _mm512_loadu_ps(bias.add(16 * j))
                 } else {
-                    _mm512_setzero_ps()
+                    _mm512_loadu_ps(out[j].add(s.out_pos[p]))
                 }
-            })
-        })
-    };
+            };
+        }
+    }
     let lines = prefetch_len.div_ceil(16);
     let per_step = lines.div_ceil(16 * (s.blocks_in * taps.len()).max(1));
     let mut line = 0;
@@ -114,12 +114,12 @@ unsafe fn conv_strip(
                 // SAFETY: row `(cb·T + t)·16 + k` of the weights, channel `k` of each position's
                 // tap (contract).
                 unsafe {
-                    let wk: [__m512; GROUP_BLOCKS] =
+                    let wk: [__m512; B] =
                         std::array::from_fn(|j| _mm512_loadu_ps(wb.add(k * 64 + 16 * j)));
-                    for (p, a) in acc.iter_mut().enumerate() {
+                    for p in 0..P {
                         let v = _mm512_set1_ps(*xb.add(s.x_pos[p] + k));
-                        for j in 0..GROUP_BLOCKS {
-                            a[j] = _mm512_fmadd_ps(v, wk[j], a[j]);
+                        for j in 0..B {
+                            acc[j * P + p] = _mm512_fmadd_ps(v, wk[j], acc[j * P + p]);
                         }
                     }
                 }
@@ -129,9 +129,9 @@ unsafe fn conv_strip(
     let clamp = clamp
         .filter(|_| s.last)
         .map(|(lo, hi)| (_mm512_set1_ps(lo), _mm512_set1_ps(hi)));
-    for (p, a) in acc.iter().enumerate() {
-        for j in 0..nb {
-            let mut v = a[j];
+    for p in 0..P {
+        for j in 0..B {
+            let mut v = acc[j * P + p];
             if s.last && !z[j].is_null() {
                 // SAFETY: the residual's block `j` at position `p` (contract).
                 v = _mm512_add_ps(v, unsafe { _mm512_loadu_ps(z[j].add(s.out_pos[p])) });

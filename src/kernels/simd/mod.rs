@@ -32,7 +32,7 @@ pub(crate) use direct::{direct_rows, direct_weights, has_direct, DirectGeometry,
 pub(crate) use max_pool::{
     has_max_pool_stride2, max_pool_plane_stride2, MaxPoolPlane, MAX_POOL_ROWS,
 };
-pub(crate) use nchwc::{conv_strips, reorder_block, StripRun, GROUP_BLOCKS, STRIP};
+pub(crate) use nchwc::{conv_strips, reorder_block, strip_len, StripRun, GROUP_BLOCKS};
 pub(crate) use pack::{bf16_pairs, interleave_rows};
 pub(crate) use rows::CheckedRows;
 

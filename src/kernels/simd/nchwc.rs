@@ -6,24 +6,35 @@
 use crate::kernels::cpu;
 use crate::kernels::cpu::Isa;
 
-/// Output positions of one strip (24 accumulators with [`GROUP_BLOCKS`]).
-pub(crate) const STRIP: usize = 6;
+/// Most output positions of one strip: 24 accumulators, the positions times the blocks
+/// written (see [`strip_len`]).
+pub(crate) const MAX_STRIP: usize = 24;
 /// Blocks of 16 output channels a strip computes together (one 64-float row of the packed
 /// filters per input channel).
 pub(crate) const GROUP_BLOCKS: usize = 4;
 
-/// Where one strip reads and writes (offsets in floats). A strip of fewer than [`STRIP`]
-/// positions repeats its last one: the repeats compute and store the same values again.
-#[derive(Clone, Copy, Debug, Default)]
+/// Output positions of a strip that writes `blocks_out` blocks (1 to [`GROUP_BLOCKS`]): as
+/// many as fill the 24 accumulators, 6 with four blocks, 8 with three, 12 with two, 24 with
+/// one. (With six positions whatever the blocks, a layer of 16 or 32 output channels, such as
+/// YOLOv8's and PP-OCR's early ones, used a quarter or half of the accumulators.)
+pub(crate) fn strip_len(blocks_out: usize) -> usize {
+    MAX_STRIP / blocks_out.clamp(1, GROUP_BLOCKS)
+}
+
+/// Where one strip reads and writes (offsets in floats). A strip of fewer than
+/// [`strip_len`] positions repeats its last one: the repeats compute and store the same
+/// values again.
+#[derive(Clone, Copy, Debug)]
 pub(super) struct ConvStrip {
-    /// Each position's 16 channels of the first input block of the strip's pass.
-    pub x_pos: [usize; STRIP],
+    /// Each position's 16 channels of the first input block of the strip's pass (the first
+    /// [`strip_len`] entries).
+    pub x_pos: [usize; MAX_STRIP],
     /// Floats from one input block to the next.
     pub x_block: usize,
     /// Input blocks of this pass.
     pub blocks_in: usize,
     /// Each position's 16 channels in every output (and residual) block.
-    pub out_pos: [usize; STRIP],
+    pub out_pos: [usize; MAX_STRIP],
     /// Output blocks written (1 to [`GROUP_BLOCKS`]).
     pub blocks_out: usize,
     /// The first pass over the input blocks: the sums start from the biases, not the output.
@@ -32,8 +43,8 @@ pub(super) struct ConvStrip {
     pub last: bool,
 }
 
-/// One pass over output positions `start..end`, as consecutive strips of [`STRIP`] positions
-/// (the last one shorter). Output position `p` lies in row `p / ow` and column `p % ow`; it is
+/// One pass over output positions `start..end`, as consecutive strips of [`strip_len`]
+/// positions (the last one shorter). Output position `p` lies in row `p / ow` and column `p % ow`; it is
 /// written at `16·(p − start)` of every output (and residual) block, and reads input position
 /// `row·row_step + col·col_step`, i.e. the floats from `x_base + 16·(row·row_step +
 /// col·col_step)` on in the first input block of the pass.
@@ -89,10 +100,11 @@ impl StripCursor {
         if self.next >= run.end {
             return None;
         }
-        let n = (run.end - self.next).min(STRIP);
-        let mut x_pos = [0; STRIP];
-        let mut out_pos = [0; STRIP];
-        for i in 0..STRIP {
+        let len = strip_len(run.blocks_out);
+        let n = (run.end - self.next).min(len);
+        let mut x_pos = [0; MAX_STRIP];
+        let mut out_pos = [0; MAX_STRIP];
+        for i in 0..len {
             if i < n {
                 x_pos[i] = run.x_base + 16 * (self.row * run.row_step + self.col * run.col_step);
                 out_pos[i] = 16 * (self.next + i - run.start);
@@ -246,7 +258,9 @@ fn portable_strip(
     out: &mut [&mut [f32]],
     clamp: Option<(f32, f32)>,
 ) {
-    let mut acc = [[0f32; 16 * GROUP_BLOCKS]; STRIP];
+    let len = strip_len(s.blocks_out);
+    let mut acc = [[0f32; 16 * GROUP_BLOCKS]; MAX_STRIP];
+    let acc = &mut acc[..len];
     for (p, a) in acc.iter_mut().enumerate() {
         for j in 0..s.blocks_out {
             let src = if s.first {
