@@ -384,7 +384,7 @@ pub(crate) fn max_pool2d_isa(
         return;
     }
     if narrow_same(p) {
-        for_planes(p, input, output, |x, out| max_plane_same(isa, p, w, x, out));
+        for_planes(p, input, output, |x, out| max_plane_same(isa, p, x, out));
         return;
     }
     for_planes(p, input, output, |x, out| {
@@ -412,64 +412,42 @@ fn narrow_same(p: &Pool2dParams) -> bool {
 }
 
 /// Max pooling of one plane at stride 1 whose output has the input's size (YOLOv8's SPPF: 5×5
-/// windows over planes of 10² and 20²), with both separable passes over the plane as one flat
-/// run of values, 16 at a time: row by row, rows narrower than 16 went the scalar way (128
-/// planes of 10², 5×5, 1 thread: 2.7 window taps a nanosecond). The vertical pass takes the
-/// rows whose windows lie inside the input in one run, and the horizontal pass every column,
-/// after which the border columns, whose flat windows ran into the next row, are redone with
-/// their clipped windows. Each output reduces its taps in the order the separable path does,
-/// so both give the same bits.
-fn max_plane_same(isa: Isa, p: &Pool2dParams, w: &PoolWindows, x: &[f32], out: &mut [f32]) {
+/// windows over planes of 10² and 20²), both separable passes as flat runs of values, 16 at a
+/// time. The plane is first copied into one framed by the pads, filled with −∞ (which no
+/// maximum takes, so every window is whole): the vertical pass then runs over the framed
+/// rows of every output row at once, and the horizontal pass over all of them, after which
+/// the output's rows are copied out of the frame. (Row by row, rows narrower than 16 went the
+/// scalar way: 128 planes of 10², 5×5, 1 thread, 2.7 window taps a nanosecond; clipping the
+/// border windows instead of framing them left 40% of a plane's taps scalar.) Each output
+/// reduces its taps in the order the separable path does, so both give the same bits.
+fn max_plane_same(isa: Isa, p: &Pool2dParams, x: &[f32], out: &mut [f32]) {
     let (h, wd) = (p.in_h, p.in_w);
-    scratch::with_f32(h * wd, |tmp| {
+    let (kh, kw) = (p.kernel_h, p.kernel_w);
+    // With the output of the input's size, the pads on each axis add up to the kernel less 1.
+    let fw = wd + kw - 1;
+    let fh = h + kh - 1;
+    scratch::with_f32(fh * fw + h * fw + kw, |buf| {
+        let (framed, vert) = buf.split_at_mut(fh * fw);
+        framed.fill(f32::NEG_INFINITY);
+        vert.fill(f32::NEG_INFINITY);
+        for (y, row) in x.chunks_exact(wd).enumerate() {
+            let at = (y + p.pad_top) * fw + p.pad_left;
+            framed[at..at + wd].copy_from_slice(row);
+        }
         simd::vectorize(
             isa,
             #[inline(always)]
             || {
-                // Vertical: tmp row oy = the maximum over the window rows of output row oy.
-                let (a, b) = full_range(&w.rows, p.kernel_h);
-                let first = |oy: usize, ky: usize| (oy + ky) - p.pad_top;
-                if a < b {
-                    reduce_slices(
-                        &mut tmp[a * wd..b * wd],
-                        p.kernel_h,
-                        |ky| &x[first(a, ky) * wd..],
-                        max_op,
-                    );
-                }
-                for oy in (0..a).chain(b..h) {
-                    let (ky0, ky1) = w.rows[oy];
-                    let t = &mut tmp[oy * wd..(oy + 1) * wd];
-                    if ky0 < ky1 {
-                        reduce_slices(t, ky1 - ky0, |i| &x[first(oy, ky0 + i) * wd..], max_op);
-                    } else {
-                        t.fill(f32::NEG_INFINITY);
-                    }
-                }
-                // Horizontal, over the flat plane: output j from tmp[j - pad_left + kx].
-                let (ca, cb) = full_range(&w.cols, p.kernel_w);
-                if ca < cb {
-                    let run = (h - 1) * wd + cb - ca;
-                    let start = ca - p.pad_left;
-                    reduce_slices(
-                        &mut out[ca..ca + run],
-                        p.kernel_w,
-                        |kx| &tmp[start + kx..],
-                        max_op,
-                    );
-                }
-                for (orow, trow) in out.chunks_exact_mut(wd).zip(tmp.chunks_exact(wd)) {
-                    for ox in (0..ca).chain(cb..wd) {
-                        let (k0, k1) = w.cols[ox];
-                        let mut m = f32::NEG_INFINITY;
-                        for kx in k0..k1 {
-                            m = max_op(m, trow[ox + kx - p.pad_left]);
-                        }
-                        orow[ox] = m;
-                    }
-                }
+                // Vertical: vert row oy = the maximum over framed rows oy .. oy + kh.
+                reduce_slices(&mut vert[..h * fw], kh, |ky| &framed[ky * fw..], max_op);
+                // Horizontal: framed position j (reused) = the maximum of vert j .. j + kw.
+                let run = (h - 1) * fw + wd;
+                reduce_slices(&mut framed[..run], kw, |kx| &vert[kx..], max_op);
             },
         );
+        for (orow, frow) in out.chunks_exact_mut(wd).zip(framed.chunks(fw)) {
+            orow.copy_from_slice(&frow[..wd]);
+        }
     });
 }
 

@@ -25,6 +25,17 @@ pub struct AxisTaps {
     /// The one input index of every output index, when each output takes a single input
     /// with weight 1 (the other taps weigh 0).
     nearest: Option<Vec<usize>>,
+    /// `f` when the axis repeats every input `f` times in order (output `o` takes input
+    /// `o / f`: nearest upsampling by an integer factor, YOLO's 2×).
+    repeat: Option<usize>,
+}
+
+/// `f` when `nearest` (of `out_len` outputs) takes input `o / f` at every output `o`.
+fn repeat_factor(nearest: Option<&[usize]>, out_len: usize) -> Option<usize> {
+    let cx = nearest?;
+    let f = cx.iter().take_while(|&&i| i == 0).count();
+    (f > 0 && out_len.is_multiple_of(f) && cx.iter().enumerate().all(|(o, &i)| i == o / f))
+        .then_some(f)
 }
 
 impl AxisTaps {
@@ -52,6 +63,7 @@ impl AxisTaps {
             taps,
             index,
             weight: weight.iter().map(|&w| w as f32).collect(),
+            repeat: repeat_factor(nearest.as_deref(), out_len),
             nearest,
         }
     }
@@ -64,6 +76,7 @@ impl AxisTaps {
             index: (0..len).collect(),
             weight: vec![1.0; len],
             nearest: Some((0..len).collect()),
+            repeat: Some(1),
         }
     }
 
@@ -112,22 +125,36 @@ pub fn resize_planes(
     if out.is_empty() {
         return;
     }
-    let row = |(r, orow): (usize, &mut [f32])| {
-        let (plane, oy) = (r / oh, r % oh);
-        let xp = &x[plane * in_h * in_w..(plane + 1) * in_h * in_w];
-        simd::vectorize(
-            isa,
-            #[inline(always)]
-            || output_row(xp, in_w, rows, cols, oy, orow),
-        )
-    };
-    if rayon::current_num_threads() > 1 && out.len() >= PAR_MIN {
-        out.par_chunks_mut(ow)
+    // Runs of `ROWS_PER_TASK` output rows: a row whose nearest input row is the previous
+    // row's (in the same plane) is a copy of it.
+    let run = |(k, orows): (usize, &mut [f32])| {
+        let mut prev: Option<(usize, usize)> = None;
+        for (i, r) in (k * ROWS_PER_TASK..)
             .enumerate()
-            .with_min_len(ROWS_PER_TASK)
-            .for_each(row);
+            .take(orows.len() / ow.max(1))
+        {
+            let (plane, oy) = (r / oh, r % oh);
+            let source = rows.nearest.as_ref().map(|ry| (plane, ry[oy]));
+            let (done, orow) = orows.split_at_mut(i * ow);
+            let orow = &mut orow[..ow];
+            if source.is_some() && source == prev {
+                orow.copy_from_slice(&done[(i - 1) * ow..]);
+                continue;
+            }
+            prev = source;
+            let xp = &x[plane * in_h * in_w..(plane + 1) * in_h * in_w];
+            simd::vectorize(
+                isa,
+                #[inline(always)]
+                || output_row(xp, in_w, rows, cols, oy, orow),
+            )
+        }
+    };
+    let chunk = ow * ROWS_PER_TASK;
+    if rayon::current_num_threads() > 1 && out.len() >= PAR_MIN {
+        out.par_chunks_mut(chunk).enumerate().for_each(run);
     } else {
-        out.chunks_mut(ow).enumerate().for_each(row);
+        out.chunks_mut(chunk).enumerate().for_each(run);
     }
 }
 
@@ -145,8 +172,24 @@ fn output_row(
     match (&rows.nearest, &cols.nearest) {
         (Some(ry), Some(cx)) => {
             let s = src(ry[oy]);
-            for (o, &ix) in orow.iter_mut().zip(cx) {
-                *o = s[ix];
+            match cols.repeat {
+                Some(1) => orow.copy_from_slice(&s[..orow.len()]),
+                Some(2) => {
+                    for (pair, &v) in orow.chunks_exact_mut(2).zip(s) {
+                        pair[0] = v;
+                        pair[1] = v;
+                    }
+                }
+                Some(f) => {
+                    for (run, &v) in orow.chunks_exact_mut(f).zip(s) {
+                        run.fill(v);
+                    }
+                }
+                None => {
+                    for (o, &ix) in orow.iter_mut().zip(cx) {
+                        *o = s[ix];
+                    }
+                }
             }
         }
         (Some(ry), None) => horizontal(src(ry[oy]), cols, 1.0, orow, false),
@@ -256,12 +299,16 @@ mod tests {
             ((5, 7), (10, 14)),
             ((80, 80), (160, 160)),
             ((9, 4), (4, 11)),
+            // a factor of 3, and of 1 (a copy), nearest rows repeated across planes
+            ((4, 5), (12, 15)),
+            ((6, 8), (6, 8)),
         ] {
             let x = rng.vec(3 * in_hw.0 * in_hw.1);
             for (ly, lx) in [(false, false), (true, true), (false, true), (true, false)] {
                 let rows = axis(in_hw.0, out_hw.0, ly);
                 let cols = axis(in_hw.1, out_hw.1, lx);
-                assert_eq!(rows.nearest.is_some(), !ly);
+                // (Linear taps at the same size weigh 1 and 0: nearest as well.)
+                assert_eq!(rows.nearest.is_some(), !ly || in_hw.0 == out_hw.0);
                 let want = naive(&x, in_hw, &rows, &cols);
                 let mut got = vec![f32::NAN; want.len()];
                 pool.install(|| resize_planes(cpu::isa(), 3, in_hw, (&rows, &cols), &x, &mut got));
