@@ -426,10 +426,10 @@ fn max_plane_same(isa: Isa, p: &Pool2dParams, x: &[f32], out: &mut [f32]) {
     // With the output of the input's size, the pads on each axis add up to the kernel less 1.
     let fw = wd + kw - 1;
     let fh = h + kh - 1;
-    scratch::with_f32(fh * fw + h * fw + kw, |buf| {
+    scratch::with_f32(fh * fw + h * fw, |buf| {
+        // The vertical pass writes all of `vert`; only the frame's borders need their −∞.
         let (framed, vert) = buf.split_at_mut(fh * fw);
         framed.fill(f32::NEG_INFINITY);
-        vert.fill(f32::NEG_INFINITY);
         for (y, row) in x.chunks_exact(wd).enumerate() {
             let at = (y + p.pad_top) * fw + p.pad_left;
             framed[at..at + wd].copy_from_slice(row);

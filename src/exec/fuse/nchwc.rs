@@ -309,7 +309,7 @@ mod tests {
     use super::*;
     use crate::ir::import::import;
 
-    fn list(v: &[f32]) -> String {
+    pub(super) fn list(v: &[f32]) -> String {
         v.iter()
             .map(|v| format!("{v:?}"))
             .collect::<Vec<_>>()
@@ -343,7 +343,7 @@ mod tests {
 
     /// The model `text` as the rewrites leave it, blocked whatever the CPU, and the outputs
     /// the engine computes for the one input `x` of `shape`.
-    fn rewritten_and_run(
+    pub(super) fn rewritten_and_run(
         text: &str,
         shape: Vec<usize>,
         x: &[f32],
@@ -578,6 +578,7 @@ mod tests {
 #[cfg(test)]
 mod shared_weights {
     use super::super::tests::{close_to, ops, vals, HEADER};
+    use super::tests::{list, rewritten_and_run};
 
     /// Two blocked convolutions of one weight with different biases each add their own (the
     /// packed filters, which hold the bias, are cached per weight and bias). A strided one
@@ -585,12 +586,6 @@ mod shared_weights {
     #[test]
     fn shared_filters_keep_their_own_biases() {
         let w = vals(16 * 16, 1);
-        let list = |v: &[f32]| {
-            v.iter()
-                .map(|v| format!("{v:?}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
         let text = format!(
             "{HEADER} g (float[1, 16, 1, 2] x)
                  => (float[1, 16, 1, 2] y, float[1, 16, 1, 2] z, float[1, 16, 1, 1] t)
@@ -600,12 +595,8 @@ mod shared_weights {
             list(&[1.0; 16]),
             list(&[-3.0; 16])
         );
-        let proto = crate::text::parse_model(&text).expect("parses");
-        let imported = crate::ir::import::import(proto.clone(), Vec::new()).expect("imports");
-        let mut g = super::super::fuse(imported);
-        if !super::super::blocked_layout() {
-            super::block_pointwise_convs(&mut g);
-        }
+        let x = vals(32, 2);
+        let (g, out) = rewritten_and_run(&text, vec![1, 16, 1, 2], &x);
         assert_eq!(
             ops(&g),
             [
@@ -618,13 +609,6 @@ mod shared_weights {
                 "FromNchwc"
             ]
         );
-        let bytes = prost::Message::encode_to_vec(&proto);
-        let exe = crate::graph::compile_executable(&bytes, Vec::new()).expect("compiles");
-        let x = vals(32, 2);
-        let input =
-            crate::ir::Tensor::new(vec![1, 16, 1, 2], crate::ir::TensorData::F32(x.clone()))
-                .expect("tensor");
-        let out = exe.run(vec![input]).expect("runs");
         for (k, bias) in [(0, 1.0), (1, -3.0)] {
             let want: Vec<f64> = (0..32)
                 .map(|i| {

@@ -77,6 +77,8 @@ pub(crate) struct StripRun {
 /// Walks the strips of a [`StripRun`] without a division per position: the row and column
 /// of the next strip's first position are carried from one strip to the next.
 pub(super) struct StripCursor {
+    /// Positions per strip ([`strip_len`] of the run's blocks).
+    len: usize,
     /// The next strip's first position.
     next: usize,
     row: usize,
@@ -88,6 +90,7 @@ impl StripCursor {
     #[inline(always)]
     pub(super) fn new(run: &StripRun) -> Self {
         StripCursor {
+            len: strip_len(run.blocks_out),
             next: run.start,
             row: run.start / run.ow,
             col: run.start % run.ow,
@@ -100,7 +103,7 @@ impl StripCursor {
         if self.next >= run.end {
             return None;
         }
-        let len = strip_len(run.blocks_out);
+        let len = self.len;
         let n = (run.end - self.next).min(len);
         let mut x_pos = [0; MAX_STRIP];
         let mut out_pos = [0; MAX_STRIP];
