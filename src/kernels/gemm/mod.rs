@@ -329,6 +329,44 @@ impl PackedB {
         }
     }
 
+    /// A `k × n` matrix of zeros packed for the micro-kernel of `isa`, to be filled in place
+    /// ([`PackedB::piece_offset`], [`PackedB::piece_mut`]): a producer that computes B's
+    /// elements writes them where they go, instead of into a row-major matrix then packed.
+    pub fn zeroed(isa: Isa, k: usize, n: usize) -> Self {
+        let (_, nr) = tile_size(isa);
+        let n_pad = n.div_ceil(nr) * nr;
+        PackedB {
+            isa,
+            dot: Dot::F32,
+            k,
+            n,
+            data: AlignedVec::zeroed(n_pad * k),
+        }
+    }
+
+    /// Where elements `(i, j0..j0 + len)` of a float32 packed matrix start in its storage (a
+    /// K block's micro-panels of `nr` columns, each row of a panel contiguous): the same for
+    /// every matrix of B's size and ISA. Panics unless the piece lies inside B and inside one
+    /// micro-panel.
+    pub fn piece_offset(&self, i: usize, j0: usize, len: usize) -> usize {
+        let (_, nr) = tile_size(self.isa);
+        assert!(
+            self.dot == Dot::F32 && i < self.k && j0 + len <= self.n && j0 % nr + len <= nr,
+            "gemm: packed B piece ({i}, {j0}..{}) outside B or across a micro-panel",
+            j0 + len
+        );
+        let kcb = kc_block(self.isa);
+        let n_pad = self.n.div_ceil(nr) * nr;
+        let k0 = i / kcb * kcb;
+        let kc = kcb.min(self.k - k0);
+        k0 * n_pad + j0 / nr * kc * nr + (i - k0) * nr + j0 % nr
+    }
+
+    /// The `len` stored elements from `at` on (a piece [`PackedB::piece_offset`] located).
+    pub fn piece_mut(&mut self, at: usize, len: usize) -> &mut [f32] {
+        &mut self.data[at..at + len]
+    }
+
     /// Packs `b` rounded to bfloat16 (to nearest, ties to even), for products whose operands
     /// are bfloat16: a GEMM with it rounds A to bfloat16 as it packs it, and multiplies pairs
     /// of the shared dimension with AVX512_BF16's dot products (`vdpbf16ps`), twice the work

@@ -81,3 +81,32 @@ fn packed_a_into_row_slices() {
         }
     }
 }
+
+/// A packed B filled in place, piece by piece of at most eight columns, holds what packing the
+/// row-major matrix gives, across K blocks and a ragged last micro-panel; a piece across two
+/// micro-panels is refused.
+#[test]
+fn packed_b_filled_in_place_matches_packing() {
+    let mut rng = Rng::new(47);
+    for isa in crate::kernels::cpu::test_isas() {
+        let kcb = kc_block(isa);
+        for (k, n) in [(kcb + 37, 70), (5, 8), (2 * kcb, 3)] {
+            let data = rng.vec(k * n);
+            let want = PackedB::with_isa(isa, MatRef::row_major(&data, k, n));
+            let mut got = PackedB::zeroed(isa, k, n);
+            for i in 0..k {
+                for j0 in (0..n).step_by(8) {
+                    let len = 8.min(n - j0);
+                    let at = got.piece_offset(i, j0, len);
+                    got.piece_mut(at, len)
+                        .copy_from_slice(&data[i * n + j0..][..len]);
+                }
+            }
+            assert_eq!(got.data[..], want.data[..], "{isa:?} {k}x{n}");
+        }
+        let nr = tile_size(isa).1;
+        let b = PackedB::zeroed(isa, 4, 2 * nr);
+        let across = std::panic::catch_unwind(|| b.piece_offset(0, nr - 4, 8));
+        assert!(across.is_err(), "{isa:?}: a piece across two micro-panels");
+    }
+}
