@@ -193,9 +193,10 @@ fn transform_filters<const T: usize>(
         .map(|_| PackedB::zeroed(isa, in_c, out_c))
         .collect();
     // Output channels outer, input channels inner: the eight filters are read along their
-    // rows and each matrix is written down one micro-panel, row after row. (Input channels
-    // outer, a row's pieces lie a whole micro-panel apart, 32 KiB on AVX-512, all in one set
-    // of L1: 1.4× slower than writing row-major matrices and packing them.)
+    // rows and each matrix is written down one micro-panel, row after row, from one offset per
+    // row. (Input channels outer, with each matrix's piece located on its own, the
+    // preparation ran 1.4× slower than writing row-major matrices and packing them: a row's
+    // pieces lie a whole micro-panel apart, 32 KiB on AVX-512, in one set of L1.)
     for o0 in (0..out_c).step_by(LANES) {
         let n = LANES.min(out_c - o0);
         simd::vectorize(
