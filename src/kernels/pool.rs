@@ -427,12 +427,19 @@ fn max_plane_same(isa: Isa, p: &Pool2dParams, x: &[f32], out: &mut [f32]) {
     let fw = wd + kw - 1;
     let fh = h + kh - 1;
     scratch::with_f32(fh * fw + h * fw, |buf| {
-        // The vertical pass writes all of `vert`; only the frame's borders need their −∞.
+        // The vertical pass writes all of `vert`, and the plane's rows the frame's inside:
+        // only the frame's borders take −∞.
         let (framed, vert) = buf.split_at_mut(fh * fw);
-        framed.fill(f32::NEG_INFINITY);
-        for (y, row) in x.chunks_exact(wd).enumerate() {
-            let at = (y + p.pad_top) * fw + p.pad_left;
-            framed[at..at + wd].copy_from_slice(row);
+        let (top, rest) = framed.split_at_mut(p.pad_top * fw);
+        let (inside, bottom) = rest.split_at_mut(h * fw);
+        top.fill(f32::NEG_INFINITY);
+        bottom.fill(f32::NEG_INFINITY);
+        for (frow, row) in inside.chunks_exact_mut(fw).zip(x.chunks_exact(wd)) {
+            let (left, rest) = frow.split_at_mut(p.pad_left);
+            let (mid, right) = rest.split_at_mut(wd);
+            left.fill(f32::NEG_INFINITY);
+            mid.copy_from_slice(row);
+            right.fill(f32::NEG_INFINITY);
         }
         simd::vectorize(
             isa,
