@@ -54,8 +54,8 @@ pub(super) unsafe fn conv_strips(
 /// l]` (when `s.first`) or from the output's own value, and adds, over the strip's input
 /// blocks `cb`, the taps `t` and the block's channels `k`, `x[s.x_pos[p] + cb·s.x_block +
 /// taps[t] + k] · w[((cb·T + t)·16 + k)·64 + 16·j + l]` (`T = taps.len()`); `z` (null: none) and `clamp` apply only when `s.last`. Meanwhile the
-/// `prefetch_len` floats from `prefetch` on are fetched into L2, a cache line per step of the
-/// input channels (more when there are more lines than steps).
+/// `prefetch_len` floats from `prefetch` on are fetched into L2, spread evenly over the steps
+/// of the input blocks and taps.
 ///
 /// # Safety
 /// - The CPU supports AVX-512F; `B ≤ GROUP_BLOCKS`, `P ≤ MAX_STRIP`.
@@ -91,11 +91,29 @@ unsafe fn conv_strip<const P: usize, const B: usize>(
             };
         }
     }
+    // Positions equally spaced in the input (a strip inside one row, or a 1×1 convolution at
+    // stride 1, whose rows follow each other) are addressed from the first one: no offset
+    // per position to keep in a register, and the block's 16 channels unrolled.
+    // `kernel_bench`, 1 thread, cold, paired rounds on a Xeon: 1×1 and 3×3 layers of
+    // ResNet-50 1.01–1.11× as fast as with every position's offset loaded at each channel.
+    let step = s.x_pos[1 % P].saturating_sub(s.x_pos[0]);
+    let uniform = (1..P).all(|p| {
+        p.checked_mul(step)
+            .and_then(|d| d.checked_add(s.x_pos[0]))
+            .is_some_and(|at| at == s.x_pos[p])
+    });
     let lines = prefetch_len.div_ceil(16);
-    let per_step = lines.div_ceil(16 * (s.blocks_in * taps.len()).max(1));
+    let per_block = lines.div_ceil((s.blocks_in * taps.len()).max(1));
     let mut line = 0;
     for cb in 0..s.blocks_in {
         for (t, &tap) in taps.iter().enumerate() {
+            for _ in 0..per_block {
+                if line < lines {
+                    // SAFETY: line `line` starts inside the prefetched range (contract).
+                    unsafe { _mm_prefetch::<_MM_HINT_T1>(prefetch.add(16 * line).cast()) };
+                    line += 1;
+                }
+            }
             // SAFETY: tap `t` of input block `cb < blocks_in` and their 1024 weights (contract).
             let (xb, wb) = unsafe {
                 (
@@ -103,14 +121,13 @@ unsafe fn conv_strip<const P: usize, const B: usize>(
                     w.add((cb * taps.len() + t) * 1024),
                 )
             };
+            if uniform {
+                // SAFETY: position `p` reads from `x_pos[0] + p · step` = `x_pos[p]` (checked
+                // above), as the contract allows.
+                unsafe { block_uniform::<P, B>(&mut acc, xb.add(s.x_pos[0]), step, wb) };
+                continue;
+            }
             for k in 0..16 {
-                for _ in 0..per_step {
-                    if line < lines {
-                        // SAFETY: line `line` starts inside the prefetched range (contract).
-                        unsafe { _mm_prefetch::<_MM_HINT_T1>(prefetch.add(16 * line).cast()) };
-                        line += 1;
-                    }
-                }
                 // SAFETY: row `(cb·T + t)·16 + k` of the weights, channel `k` of each position's
                 // tap (contract).
                 unsafe {
@@ -144,6 +161,54 @@ unsafe fn conv_strip<const P: usize, const B: usize>(
             unsafe { _mm512_storeu_ps(out[j].add(s.out_pos[p]), v) };
         }
     }
+}
+
+/// The 16 input channels of one block and tap for a strip whose position `p` reads `x + p ·
+/// step` (see [`conv_strip`]'s sums), unrolled.
+///
+/// # Safety
+/// - The CPU supports AVX-512F; `B ≤ GROUP_BLOCKS`, `P·B ≤ 24`.
+/// - `x` is readable at `p · step + k` for every `p < P` and `k < 16`, and `w` for 1024 floats.
+#[target_feature(enable = "avx512f")]
+#[inline]
+unsafe fn block_uniform<const P: usize, const B: usize>(
+    acc: &mut [__m512; 24],
+    x: *const f32,
+    step: usize,
+    w: *const f32,
+) {
+    macro_rules! channel {
+        ($k:expr) => {
+            // SAFETY: row `k` of the block's weights and channel `k` of each position
+            // (contract).
+            unsafe {
+                let wk: [__m512; B] =
+                    std::array::from_fn(|j| _mm512_loadu_ps(w.add($k * 64 + 16 * j)));
+                for p in 0..P {
+                    let v = _mm512_set1_ps(*x.add(p * step + $k));
+                    for j in 0..B {
+                        acc[j * P + p] = _mm512_fmadd_ps(v, wk[j], acc[j * P + p]);
+                    }
+                }
+            }
+        };
+    }
+    channel!(0);
+    channel!(1);
+    channel!(2);
+    channel!(3);
+    channel!(4);
+    channel!(5);
+    channel!(6);
+    channel!(7);
+    channel!(8);
+    channel!(9);
+    channel!(10);
+    channel!(11);
+    channel!(12);
+    channel!(13);
+    channel!(14);
+    channel!(15);
 }
 
 /// Transposes the 16×16 matrix whose rows are `r` (row `i`, lane `j` becomes row `j`, lane
