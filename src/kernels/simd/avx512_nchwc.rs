@@ -7,7 +7,7 @@
 
 use std::arch::x86_64::*;
 
-use super::nchwc::{ConvStrip, StripCursor, StripRun, GROUP_BLOCKS};
+use super::nchwc::{ConvStrip, StripCursor, StripRun, GROUP_BLOCKS, MAX_STRIP};
 
 /// Every strip of `run` in turn (see [`conv_strip`]), strip `k` prefetching floats `k ·
 /// per_strip ..` of `prefetch` (at most `per_strip` of them, none past `prefetch_len`).
@@ -32,16 +32,17 @@ pub(super) unsafe fn conv_strips(
     while let Some(s) = cursor.next_strip(run) {
         let len = per_strip.min(prefetch_len.saturating_sub(from));
         let pf = (prefetch.wrapping_add(from), len);
+        let xs = (&cursor.x_pos, taps, x);
         // SAFETY: the strip meets `conv_strip`'s contract (this function's), for the
         // positions and blocks of its width (`strip_len(blocks_out)` positions, which the
-        // cursor filled); its prefetched floats `from .. from + len` lie inside
+        // cursor described); its prefetched floats `from .. from + len` lie inside
         // `prefetch_len` (`len` is 0 past it).
         unsafe {
             match s.blocks_out {
-                1 => conv_strip::<24, 1>(&s, (taps, x), (w, bias), pf, z, out, clamp),
-                2 => conv_strip::<12, 2>(&s, (taps, x), (w, bias), pf, z, out, clamp),
-                3 => conv_strip::<8, 3>(&s, (taps, x), (w, bias), pf, z, out, clamp),
-                _ => conv_strip::<6, 4>(&s, (taps, x), (w, bias), pf, z, out, clamp),
+                1 => conv_strip::<24, 1>(&s, xs, (w, bias), pf, z, out, clamp),
+                2 => conv_strip::<12, 2>(&s, xs, (w, bias), pf, z, out, clamp),
+                3 => conv_strip::<8, 3>(&s, xs, (w, bias), pf, z, out, clamp),
+                _ => conv_strip::<6, 4>(&s, xs, (w, bias), pf, z, out, clamp),
             }
         };
         from = from.saturating_add(per_strip);
@@ -49,26 +50,28 @@ pub(super) unsafe fn conv_strips(
 }
 
 /// One strip of `P` positions and `B` output blocks (`B = s.blocks_out`, `P·B = 24`):
-/// `out[j][s.out_pos[p] + l] = clamp(acc + z)` for output block `j < B`, position `p < P`
-/// and lane `l < 16`, where `acc` starts from `bias[16·j +
-/// l]` (when `s.first`) or from the output's own value, and adds, over the strip's input
-/// blocks `cb`, the taps `t` and the block's channels `k`, `x[s.x_pos[p] + cb·s.x_block +
-/// taps[t] + k] · w[((cb·T + t)·16 + k)·64 + 16·j + l]` (`T = taps.len()`); `z` (null: none) and `clamp` apply only when `s.last`. Meanwhile the
+/// `out[j][s.out_at(p) + l] = clamp(acc + z)` for output block `j < B`, position `p < P`
+/// and lane `l < 16`, where `acc` starts from `bias[16·j + l]` (when `s.first`) or from the
+/// output's own value, and adds, over the strip's input blocks `cb`, the taps `t` and the
+/// block's channels `k`, `x[s.x_at(x_pos, p) + cb·s.x_block + taps[t] + k] · w[((cb·T +
+/// t)·16 + k)·64 + 16·j + l]` (`T = taps.len()`); `z` (null: none) and `clamp` apply only
+/// when `s.last`. Meanwhile the
 /// `prefetch_len` floats from `prefetch` on are fetched into L2, spread evenly over the steps
 /// of the input blocks and taps.
 ///
 /// # Safety
 /// - The CPU supports AVX-512F; `B ≤ GROUP_BLOCKS`, `P ≤ MAX_STRIP`.
-/// - `x` is readable at `s.x_pos[p] + cb·s.x_block + taps[t] + k` for every `p < P`, `cb <
-///   s.blocks_in`, `t` and `k < 16`; `w` for `s.blocks_in · T · 1024` floats and `bias` for 64.
+/// - `x` is readable at `s.x_at(x_pos, p) + cb·s.x_block + taps[t] + k` for every `p < P`,
+///   `cb < s.blocks_in`, `t` and `k < 16`; `w` for `s.blocks_in · T · 1024` floats and `bias`
+///   for 64.
 /// - For `j < B`, `out[j]` is valid for reads and writes, and a non-null `z[j]` for reads,
-///   of 16 floats at every `s.out_pos[p]`, `p < P`, overlapping neither `x`, `w` nor `bias`.
+///   of 16 floats at every `s.out_at(p)`, `p < P`, overlapping neither `x`, `w` nor `bias`.
 /// - `prefetch` is readable for `prefetch_len` floats.
 #[target_feature(enable = "avx512f")]
 #[inline]
 unsafe fn conv_strip<const P: usize, const B: usize>(
     s: &ConvStrip,
-    (taps, x): (&[usize], *const f32),
+    (x_pos, taps, x): (&[usize; MAX_STRIP], &[usize], *const f32),
     (w, bias): (*const f32, *const f32),
     (prefetch, prefetch_len): (*const f32, usize),
     z: [*const f32; GROUP_BLOCKS],
@@ -86,22 +89,11 @@ unsafe fn conv_strip<const P: usize, const B: usize>(
                 if s.first {
                     _mm512_loadu_ps(bias.add(16 * j))
                 } else {
-                    _mm512_loadu_ps(out[j].add(s.out_pos[p]))
+                    _mm512_loadu_ps(out[j].add(s.out_at(p)))
                 }
             };
         }
     }
-    // Positions equally spaced in the input (a strip inside one row, or a 1×1 convolution at
-    // stride 1, whose rows follow each other) are addressed from the first one: no offset
-    // per position to keep in a register, and the block's 16 channels unrolled.
-    // `kernel_bench`, 1 thread, cold, paired rounds on a Xeon: 1×1 and 3×3 layers of
-    // ResNet-50 1.01–1.11× as fast as with every position's offset loaded at each channel.
-    let step = s.x_pos[1 % P].saturating_sub(s.x_pos[0]);
-    let uniform = (1..P).all(|p| {
-        p.checked_mul(step)
-            .and_then(|d| d.checked_add(s.x_pos[0]))
-            .is_some_and(|at| at == s.x_pos[p])
-    });
     let lines = prefetch_len.div_ceil(16);
     let per_block = lines.div_ceil((s.blocks_in * taps.len()).max(1));
     let mut line = 0;
@@ -121,10 +113,15 @@ unsafe fn conv_strip<const P: usize, const B: usize>(
                     w.add((cb * taps.len() + t) * 1024),
                 )
             };
-            if uniform {
-                // SAFETY: position `p` reads from `x_pos[0] + p · step` = `x_pos[p]` (checked
-                // above), as the contract allows.
-                unsafe { block_uniform::<P, B>(&mut acc, xb.add(s.x_pos[0]), step, wb) };
+            if s.uniform {
+                // Equally spaced positions are addressed from the first (no offset to load per
+                // position and channel). `kernel_bench`, 1 thread, cold, 21 paired rounds in one
+                // process on a Xeon, against the same strips listed: four-block strips
+                // (ResNet-50's layers) 1.005–1.023× as fast, one- and two-block strips (16→16
+                // 3×3 at 80², 48→32 1×1 at 80²) 1.25× and 1.12×.
+                // SAFETY: position `p` reads from `x_first + p · x_step` (the contract's
+                // `x_at`).
+                unsafe { block_uniform::<P, B>(&mut acc, xb.add(s.x_first), s.x_step, wb) };
                 continue;
             }
             for k in 0..16 {
@@ -134,7 +131,7 @@ unsafe fn conv_strip<const P: usize, const B: usize>(
                     let wk: [__m512; B] =
                         std::array::from_fn(|j| _mm512_loadu_ps(wb.add(k * 64 + 16 * j)));
                     for p in 0..P {
-                        let v = _mm512_set1_ps(*xb.add(s.x_pos[p] + k));
+                        let v = _mm512_set1_ps(*xb.add(x_pos[p] + k));
                         for j in 0..B {
                             acc[j * P + p] = _mm512_fmadd_ps(v, wk[j], acc[j * P + p]);
                         }
@@ -151,20 +148,20 @@ unsafe fn conv_strip<const P: usize, const B: usize>(
             let mut v = acc[j * P + p];
             if s.last && !z[j].is_null() {
                 // SAFETY: the residual's block `j` at position `p` (contract).
-                v = _mm512_add_ps(v, unsafe { _mm512_loadu_ps(z[j].add(s.out_pos[p])) });
+                v = _mm512_add_ps(v, unsafe { _mm512_loadu_ps(z[j].add(s.out_at(p))) });
             }
             if let Some((lo, hi)) = clamp {
                 // max(lo, v) and min(hi, v) return v when it is NaN (the second operand).
                 v = _mm512_min_ps(hi, _mm512_max_ps(lo, v));
             }
             // SAFETY: output block `j < blocks_out` at position `p` (contract).
-            unsafe { _mm512_storeu_ps(out[j].add(s.out_pos[p]), v) };
+            unsafe { _mm512_storeu_ps(out[j].add(s.out_at(p)), v) };
         }
     }
 }
 
 /// The 16 input channels of one block and tap for a strip whose position `p` reads `x + p ·
-/// step` (see [`conv_strip`]'s sums), unrolled.
+/// step` (see [`conv_strip`]'s sums).
 ///
 /// # Safety
 /// - The CPU supports AVX-512F; `B ≤ GROUP_BLOCKS`, `P·B ≤ 24`.
@@ -177,38 +174,18 @@ unsafe fn block_uniform<const P: usize, const B: usize>(
     step: usize,
     w: *const f32,
 ) {
-    macro_rules! channel {
-        ($k:expr) => {
-            // SAFETY: row `k` of the block's weights and channel `k` of each position
-            // (contract).
-            unsafe {
-                let wk: [__m512; B] =
-                    std::array::from_fn(|j| _mm512_loadu_ps(w.add($k * 64 + 16 * j)));
-                for p in 0..P {
-                    let v = _mm512_set1_ps(*x.add(p * step + $k));
-                    for j in 0..B {
-                        acc[j * P + p] = _mm512_fmadd_ps(v, wk[j], acc[j * P + p]);
-                    }
+    for k in 0..16 {
+        // SAFETY: row `k` of the block's weights and channel `k` of each position (contract).
+        unsafe {
+            let wk: [__m512; B] = std::array::from_fn(|j| _mm512_loadu_ps(w.add(k * 64 + 16 * j)));
+            for p in 0..P {
+                let v = _mm512_set1_ps(*x.add(p * step + k));
+                for j in 0..B {
+                    acc[j * P + p] = _mm512_fmadd_ps(v, wk[j], acc[j * P + p]);
                 }
             }
-        };
+        }
     }
-    channel!(0);
-    channel!(1);
-    channel!(2);
-    channel!(3);
-    channel!(4);
-    channel!(5);
-    channel!(6);
-    channel!(7);
-    channel!(8);
-    channel!(9);
-    channel!(10);
-    channel!(11);
-    channel!(12);
-    channel!(13);
-    channel!(14);
-    channel!(15);
 }
 
 /// Transposes the 16×16 matrix whose rows are `r` (row `i`, lane `j` becomes row `j`, lane

@@ -24,23 +24,55 @@ pub(crate) fn strip_len(blocks_out: usize) -> usize {
 /// Where one strip reads and writes (offsets in floats). A strip of fewer than
 /// [`strip_len`] positions repeats its last one: the repeats compute and store the same
 /// values again.
+///
+/// Most strips are `uniform`: their positions are equally spaced in the input (inside one
+/// row, or across rows that follow each other, as a 1×1 convolution at stride 1 reads them),
+/// so that the kernel addresses each from the first. Only the others list their positions
+/// (in [`StripCursor::x_pos`]): the kernel had spent a tenth of its time (`perf`, a 1×1 layer
+/// on a Xeon) stalled on copies of per-strip position arrays written an offset at a time.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct ConvStrip {
-    /// Each position's 16 channels of the first input block of the strip's pass (the first
-    /// [`strip_len`] entries).
-    pub x_pos: [usize; MAX_STRIP],
+    /// The first position's 16 channels of the pass's first input block.
+    pub x_first: usize,
+    /// Floats from one position's input to the next's, when `uniform`.
+    pub x_step: usize,
+    /// Whether position `p` reads from `x_first + p · x_step`; otherwise from the cursor's
+    /// `x_pos[p]`.
+    pub uniform: bool,
+    /// Positions computed (1 to [`strip_len`]); the rest repeat the last.
+    pub n: usize,
+    /// The first position's 16 channels in every output (and residual) block; position `p`
+    /// lies at [`ConvStrip::out_at`].
+    pub out_first: usize,
     /// Floats from one input block to the next.
     pub x_block: usize,
     /// Input blocks of this pass.
     pub blocks_in: usize,
-    /// Each position's 16 channels in every output (and residual) block.
-    pub out_pos: [usize; MAX_STRIP],
     /// Output blocks written (1 to [`GROUP_BLOCKS`]).
     pub blocks_out: usize,
     /// The first pass over the input blocks: the sums start from the biases, not the output.
     pub first: bool,
     /// The last pass: the residual and the clamp apply.
     pub last: bool,
+}
+
+impl ConvStrip {
+    /// Where position `p` of the strip lies in every output block (a repeat: the last
+    /// position's place).
+    #[inline(always)]
+    pub(super) fn out_at(&self, p: usize) -> usize {
+        self.out_first + 16 * p.min(self.n - 1)
+    }
+
+    /// Where position `p` reads in the pass's first input block (`x_pos`: the cursor's list).
+    #[inline(always)]
+    pub(super) fn x_at(&self, x_pos: &[usize; MAX_STRIP], p: usize) -> usize {
+        if self.uniform {
+            self.x_first + p * self.x_step
+        } else {
+            x_pos[p]
+        }
+    }
 }
 
 /// One pass over output positions `start..end`, as consecutive strips of [`strip_len`]
@@ -83,6 +115,12 @@ pub(super) struct StripCursor {
     next: usize,
     row: usize,
     col: usize,
+    /// Whether each output row's input follows the previous row's (`row_step = ow ·
+    /// col_step`), so that a strip across rows is still uniform.
+    rows_follow: bool,
+    /// The input offsets of the last strip's positions when it is not uniform (the first
+    /// [`strip_len`] entries).
+    pub(super) x_pos: [usize; MAX_STRIP],
 }
 
 impl StripCursor {
@@ -94,6 +132,8 @@ impl StripCursor {
             next: run.start,
             row: run.start / run.ow,
             col: run.start % run.ow,
+            rows_follow: run.ow.checked_mul(run.col_step) == Some(run.row_step),
+            x_pos: [0; MAX_STRIP],
         }
     }
 
@@ -105,28 +145,37 @@ impl StripCursor {
         }
         let len = self.len;
         let n = (run.end - self.next).min(len);
-        let mut x_pos = [0; MAX_STRIP];
-        let mut out_pos = [0; MAX_STRIP];
-        for i in 0..len {
-            if i < n {
-                x_pos[i] = run.x_base + 16 * (self.row * run.row_step + self.col * run.col_step);
-                out_pos[i] = 16 * (self.next + i - run.start);
-                self.col += 1;
-                if self.col == run.ow {
-                    self.col = 0;
-                    self.row += 1;
+        let x_first = run.x_base + 16 * (self.row * run.row_step + self.col * run.col_step);
+        let uniform = n == len && (self.rows_follow || self.col + n <= run.ow);
+        if uniform {
+            let col = self.col + n;
+            self.row += col / run.ow;
+            self.col = col % run.ow;
+        } else {
+            for i in 0..len {
+                if i < n {
+                    self.x_pos[i] =
+                        run.x_base + 16 * (self.row * run.row_step + self.col * run.col_step);
+                    self.col += 1;
+                    if self.col == run.ow {
+                        self.col = 0;
+                        self.row += 1;
+                    }
+                } else {
+                    self.x_pos[i] = self.x_pos[n - 1];
                 }
-            } else {
-                x_pos[i] = x_pos[n - 1];
-                out_pos[i] = out_pos[n - 1];
             }
         }
+        let out_first = 16 * (self.next - run.start);
         self.next += n;
         Some(ConvStrip {
-            x_pos,
+            x_first,
+            x_step: 16 * run.col_step,
+            uniform,
+            n,
+            out_first,
             x_block: run.x_block,
             blocks_in: run.blocks_in,
-            out_pos,
             blocks_out: run.blocks_out,
             first: run.first,
             last: run.last,
@@ -245,15 +294,17 @@ pub(crate) fn conv_strips(
     let _ = (isa, prefetch, per_strip);
     let mut cursor = StripCursor::new(run);
     while let Some(s) = cursor.next_strip(run) {
-        portable_strip(&s, taps, x, (w, bias), z, out, clamp);
+        portable_strip(&s, &cursor.x_pos, taps, x, (w, bias), z, out, clamp);
     }
     true
 }
 
 /// One strip of [`conv_strips`] in plain Rust, the same sums in the same order as the AVX-512
 /// kernel (bounds checked by the caller).
+#[allow(clippy::too_many_arguments)]
 fn portable_strip(
     s: &ConvStrip,
+    x_pos: &[usize; MAX_STRIP],
     taps: &[usize],
     x: &[f32],
     (w, bias): (&[f32], &[f32]),
@@ -269,7 +320,7 @@ fn portable_strip(
             let src = if s.first {
                 &bias[16 * j..16 * j + 16]
             } else {
-                &out[j][s.out_pos[p]..s.out_pos[p] + 16]
+                &out[j][s.out_at(p)..s.out_at(p) + 16]
             };
             a[16 * j..16 * j + 16].copy_from_slice(src);
         }
@@ -279,7 +330,7 @@ fn portable_strip(
             let at = ((cb * taps.len() + t) * 16 + k) * 64;
             let row = &w[at..at + 64];
             for (p, a) in acc.iter_mut().enumerate() {
-                let v = x[s.x_pos[p] + cb * s.x_block + taps[t] + k];
+                let v = x[s.x_at(x_pos, p) + cb * s.x_block + taps[t] + k];
                 for (a, &wv) in a.iter_mut().zip(row) {
                     *a = v.mul_add(wv, *a);
                 }
@@ -289,7 +340,7 @@ fn portable_strip(
     for (p, a) in acc.iter().enumerate() {
         for j in 0..s.blocks_out {
             for l in 0..16 {
-                let at = s.out_pos[p] + l;
+                let at = s.out_at(p) + l;
                 let mut v = a[16 * j + l];
                 if s.last {
                     if let Some(z) = z.get(j) {
