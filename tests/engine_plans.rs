@@ -546,6 +546,37 @@ g (float[4, 256] x) => (float[4, 256] y) { t = Relu(x) y = Neg(t) }"#,
     }
 }
 
+/// Concat and Split write every element of their outputs, which therefore arrive with the
+/// stale content of recycled storage rather than zeroed: run after run, with the last run's
+/// outputs recycled, the results are the hand-computed ones. (A concatenation along the inner
+/// axis, then pieces of unequal width split back off it.)
+#[test]
+fn concat_and_split_fill_recycled_storage() {
+    let exe = compile_ok(
+        r#"<ir_version: 8, opset_import: ["" : 17]>
+g (float[4, 6] x, float[4, 2] z) => (float[4, 3] a, float[4, 5] b) <int64[2] parts = {3, 5}> {
+  t = Concat<axis: int = 1>(x, z)
+  a, b = Split<axis: int = 1>(t, parts)
+}"#,
+    );
+    for seed in [31, 32, 33] {
+        let (x, z) = (values(24, seed), values(8, seed + 100));
+        let row = |r: usize| -> Vec<f32> {
+            x[6 * r..6 * r + 6]
+                .iter()
+                .chain(&z[2 * r..2 * r + 2])
+                .copied()
+                .collect()
+        };
+        let a: Vec<f32> = (0..4).flat_map(|r| row(r)[..3].to_vec()).collect();
+        let b: Vec<f32> = (0..4).flat_map(|r| row(r)[3..].to_vec()).collect();
+        let out = run_ok(&exe, vec![f32t(&[4, 6], &x), f32t(&[4, 2], &z)]);
+        assert_values(&out[0], &[4, 3], &a, "a");
+        assert_values(&out[1], &[4, 5], &b, "b");
+        exe.recycle(out);
+    }
+}
+
 /// A shape operator whose input dies at it hands that storage on instead of copying it. The
 /// value reshaped here is twice the input's size (`Concat(x, x)`), so only its own buffer can
 /// serve a request for that much storage after the run: where it was handed on to the output,

@@ -35,6 +35,11 @@ fn gather<T: Copy>(parts: &[&[T]], chunks: &[usize], out: &mut [T]) {
 }
 
 impl Kernel for ConcatKernel {
+    fn overwrites_outputs(&self) -> bool {
+        // Each output row is the inputs' rows side by side, their lengths summing to the row.
+        true
+    }
+
     fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor]) -> Result<()> {
         let dtype = outputs[0].dtype();
         crate::dispatch_stored!(dtype, T => {

@@ -41,6 +41,11 @@ impl SplitKernel {
 }
 
 impl Kernel for SplitKernel {
+    fn overwrites_outputs(&self) -> bool {
+        // Output `i` is `outer` pieces of `chunks[i]` elements: all of it.
+        true
+    }
+
     fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor]) -> Result<()> {
         let x = inputs[0].ok_or_else(|| Error::new(Status::InternalError, "input missing"))?;
         crate::dispatch_stored!(x.dtype(), T => self.split(x.as_slice::<T>()?, outputs),
