@@ -119,24 +119,13 @@ unsafe fn conv_strip<const P: usize, const B: usize>(
                 // process on a Xeon, against the same strips listed: four-block strips
                 // (ResNet-50's layers) 1.005–1.023× as fast, one- and two-block strips (16→16
                 // 3×3 at 80², 48→32 1×1 at 80²) 1.25× and 1.12×.
+                let step = s.x_step;
                 // SAFETY: position `p` reads from `x_first + p · x_step` (the contract's
                 // `x_at`).
-                unsafe { block_uniform::<P, B>(&mut acc, xb.add(s.x_first), s.x_step, wb) };
-                continue;
-            }
-            for k in 0..16 {
-                // SAFETY: row `(cb·T + t)·16 + k` of the weights, channel `k` of each position's
-                // tap (contract).
-                unsafe {
-                    let wk: [__m512; B] =
-                        std::array::from_fn(|j| _mm512_loadu_ps(wb.add(k * 64 + 16 * j)));
-                    for p in 0..P {
-                        let v = _mm512_set1_ps(*xb.add(x_pos[p] + k));
-                        for j in 0..B {
-                            acc[j * P + p] = _mm512_fmadd_ps(v, wk[j], acc[j * P + p]);
-                        }
-                    }
-                }
+                unsafe { block::<P, B>(&mut acc, xb.add(s.x_first), wb, |p| p * step) };
+            } else {
+                // SAFETY: position `p` reads from `x_pos[p]` (the contract's `x_at`).
+                unsafe { block::<P, B>(&mut acc, xb, wb, |p| x_pos[p]) };
             }
         }
     }
@@ -160,26 +149,26 @@ unsafe fn conv_strip<const P: usize, const B: usize>(
     }
 }
 
-/// The 16 input channels of one block and tap for a strip whose position `p` reads `x + p ·
-/// step` (see [`conv_strip`]'s sums).
+/// The 16 input channels of one block and tap (see [`conv_strip`]'s sums): position `p`
+/// reads channel `k` at `x + at(p) + k`, weight row `k` is `w + 64·k`.
 ///
 /// # Safety
 /// - The CPU supports AVX-512F; `B ≤ GROUP_BLOCKS`, `P·B ≤ 24`.
-/// - `x` is readable at `p · step + k` for every `p < P` and `k < 16`, and `w` for 1024 floats.
+/// - `x` is readable at `at(p) + k` for every `p < P` and `k < 16`, and `w` for 1024 floats.
 #[target_feature(enable = "avx512f")]
 #[inline]
-unsafe fn block_uniform<const P: usize, const B: usize>(
+unsafe fn block<const P: usize, const B: usize>(
     acc: &mut [__m512; 24],
     x: *const f32,
-    step: usize,
     w: *const f32,
+    at: impl Fn(usize) -> usize,
 ) {
     for k in 0..16 {
         // SAFETY: row `k` of the block's weights and channel `k` of each position (contract).
         unsafe {
             let wk: [__m512; B] = std::array::from_fn(|j| _mm512_loadu_ps(w.add(k * 64 + 16 * j)));
             for p in 0..P {
-                let v = _mm512_set1_ps(*x.add(p * step + k));
+                let v = _mm512_set1_ps(*x.add(at(p) + k));
                 for j in 0..B {
                     acc[j * P + p] = _mm512_fmadd_ps(v, wk[j], acc[j * P + p]);
                 }
